@@ -1,0 +1,18 @@
+// The thread pool behind parallel loops. Generated code calls tessel_parallel_for with an outlined
+// loop body; iterations [0, n) are split into contiguous chunks, one per worker.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+// Runs body(i, closure) for every i in [0, n), concurrently on the pool, and returns when all are done.
+// Nested calls run serially in the calling thread.
+void tessel_parallel_for(int64_t n, void (*body)(int64_t i, void* closure), void* closure);
+}
+
+namespace tessel {
+// Number of worker threads (default: hardware concurrency); set before the first parallel loop or
+// between loops. 1 disables threading.
+void set_num_threads(int n);
+int num_threads();
+}  // namespace tessel

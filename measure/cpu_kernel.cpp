@@ -1,0 +1,30 @@
+#include "measure/cpu_kernel.h"
+
+#include "measure/host_buffers.h"
+#include "schedule/lower/lower.h"
+
+namespace tessel {
+
+CpuKernel build_cpu_kernel(const ComputeDAG& dag, const Trace& trace, const std::string& name) {
+  State state = replay(dag, trace);
+  CpuKernel k{lower(state, name), nullptr};
+  k.kernel = jit_compile(k.func);
+  return k;
+}
+
+CheckOutcome check_cpu_kernel(const CpuKernel& kernel, const HostTensors& inputs, const ReferenceTensors& reference,
+                              const ComputeDAG& dag) {
+  HostBuffers buffers(kernel.func.params);
+  buffers.set_inputs(inputs);
+  buffers.poison_outputs();
+  kernel.kernel->run(buffers.args());
+  for (const BufferParam& p : kernel.func.params) {
+    if (!p.is_output) continue;
+    CompareResult c = compare_with_reference(dag.op(p.name), buffers.read(p.name), reference.at(p.name));
+    if (c.mismatches > 0)
+      return {false, std::to_string(c.mismatches) + " wrong values in " + p.name + ", first " + c.first_mismatch};
+  }
+  return {true, ""};
+}
+
+}  // namespace tessel

@@ -1,0 +1,32 @@
+#include "measure/timer.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace tessel {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+TimingResult time_function(const std::function<void()>& fn, const TimingOptions& options) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < options.warmup_runs; ++i) fn();
+  TimingResult r;
+  double total = 0;
+  while (static_cast<int>(r.samples_ms.size()) < options.max_samples &&
+         (total < options.min_total_s || static_cast<int>(r.samples_ms.size()) < options.min_samples)) {
+    auto t0 = clock::now();
+    fn();
+    double s = std::chrono::duration<double>(clock::now() - t0).count();
+    r.samples_ms.push_back(s * 1e3);
+    total += s;
+  }
+  r.median_ms = median(r.samples_ms);
+  return r;
+}
+
+}  // namespace tessel

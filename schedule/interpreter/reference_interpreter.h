@@ -1,0 +1,37 @@
+// The reference interpreter: evaluates a ComputeDAG directly, element by element, in float64 with
+// float64 accumulation. It is the ground truth for every correctness check in tessel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "schedule/te/dag.h"
+
+namespace tessel {
+
+using HostTensors = std::map<std::string, std::vector<float>>;
+using ReferenceTensors = std::map<std::string, std::vector<double>>;
+
+// Evaluates every compute op of `dag` given values for all placeholders (row-major, exactly
+// num_elements() each; throws InputError otherwise). Returns every computed tensor by name.
+ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& inputs);
+
+// Deterministic random inputs for every placeholder, uniform in [-1, 1).
+HostTensors make_random_inputs(const ComputeDAG& dag, uint64_t seed);
+
+// Compares an fp32 result with the float64 reference: |got - want| <= atol * scale + rtol * |want|,
+// where scale = max(1, max |want| over the tensor) so sums of many terms near zero are judged against
+// the magnitude of the tensor. NaN is equal only to NaN, inf only to the same inf. Returns the number of mismatches and describes the first
+// in `first_mismatch` ("C[3, 17]: got 1.5, want 1.25").
+struct CompareResult {
+  int64_t mismatches = 0;
+  double max_abs_error = 0;
+  std::string first_mismatch;
+};
+CompareResult compare_with_reference(const Operation& op, const std::vector<float>& got,
+                                     const std::vector<double>& want, double rtol = 1e-4,
+                                     double atol = 1e-5);
+
+}  // namespace tessel

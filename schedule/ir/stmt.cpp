@@ -1,0 +1,223 @@
+// Construction, traversal and printing of the loop-nest IR.
+#include "schedule/ir/stmt.h"
+
+#include <sstream>
+
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+const char* to_string(ForKind kind) {
+  switch (kind) {
+    case ForKind::Serial: return "for";
+    case ForKind::Parallel: return "parallel";
+    case ForKind::Vectorized: return "vectorized";
+    case ForKind::Unrolled: return "unrolled";
+    case ForKind::ThreadBound: return "bind";
+  }
+  return "?";
+}
+
+const char* to_string(MemScope scope) {
+  switch (scope) {
+    case MemScope::Global: return "global";
+    case MemScope::Shared: return "shared";
+    case MemScope::Local: return "local";
+  }
+  return "?";
+}
+
+namespace {
+Stmt finish(StmtNode node) { return std::make_shared<const StmtNode>(std::move(node)); }
+}  // namespace
+
+Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body,
+              const std::string& thread_tag, int pragma_unroll_max_step) {
+  TESSEL_CHECK(min && extent && body, "incomplete for loop over " + var);
+  TESSEL_CHECK(min->type == kInt64 && extent->type == kInt64, "loop bounds of " + var + " are not int64");
+  StmtNode n{StmtOp::For};
+  n.var = var;
+  n.min = std::move(min);
+  n.extent = std::move(extent);
+  n.for_kind = kind;
+  n.thread_tag = thread_tag;
+  n.pragma_unroll_max_step = pragma_unroll_max_step;
+  n.body = {std::move(body)};
+  return finish(std::move(n));
+}
+
+Stmt make_provide(const std::string& tensor, std::vector<Expr> indices, Expr value) {
+  TESSEL_CHECK(value != nullptr, "provide of a null value to " + tensor);
+  StmtNode n{StmtOp::Provide};
+  n.buffer = tensor;
+  n.indices = std::move(indices);
+  n.value = std::move(value);
+  return finish(std::move(n));
+}
+
+Stmt make_store(const std::string& buffer, Expr index, Expr value) {
+  TESSEL_CHECK(index && value, "incomplete store to " + buffer);
+  TESSEL_CHECK(index->type.lanes == value->type.lanes, "store index and value lanes differ in " + buffer);
+  StmtNode n{StmtOp::Store};
+  n.buffer = buffer;
+  n.indices = {std::move(index)};
+  n.value = std::move(value);
+  return finish(std::move(n));
+}
+
+Stmt make_allocate(const std::string& buffer, DType dtype, std::vector<int64_t> extents, MemScope scope,
+                   Stmt body) {
+  TESSEL_CHECK(body != nullptr, "allocate of " + buffer + " without a body");
+  StmtNode n{StmtOp::Allocate};
+  n.buffer = buffer;
+  n.dtype = dtype;
+  n.extents = std::move(extents);
+  n.scope = scope;
+  n.body = {std::move(body)};
+  return finish(std::move(n));
+}
+
+Stmt make_if(Expr cond, Stmt then_case, Stmt else_case) {
+  TESSEL_CHECK(cond && then_case, "incomplete if");
+  TESSEL_CHECK(cond->type == kBool, "if condition is not a scalar bool: " + to_string(cond));
+  StmtNode n{StmtOp::IfThenElse};
+  n.cond = std::move(cond);
+  n.body = {std::move(then_case)};
+  if (else_case) n.body.push_back(std::move(else_case));
+  return finish(std::move(n));
+}
+
+Stmt make_seq(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (Stmt& s : stmts) {
+    if (!s) continue;
+    if (s->op == StmtOp::Seq) flat.insert(flat.end(), s->body.begin(), s->body.end());
+    else flat.push_back(std::move(s));
+  }
+  if (flat.size() == 1) return flat[0];
+  StmtNode n{StmtOp::Seq};
+  n.body = std::move(flat);
+  return finish(std::move(n));
+}
+
+Stmt make_barrier() { return finish(StmtNode{StmtOp::Barrier}); }
+
+Stmt with_body(const Stmt& s, std::vector<Stmt> body) {
+  if (s->op == StmtOp::Seq) return make_seq(std::move(body));
+  StmtNode n = *s;
+  n.body = std::move(body);
+  return finish(std::move(n));
+}
+
+Stmt rewrite(const Stmt& s, const ExprRewriter& expr_fn, const StmtRewriter& stmt_fn) {
+  StmtNode n = *s;
+  bool changed = false;
+  auto fix = [&](Expr& e) {
+    if (!e || !expr_fn) return;
+    Expr r = rewrite(e, expr_fn);
+    changed |= r != e;
+    e = r;
+  };
+  fix(n.min);
+  fix(n.extent);
+  fix(n.value);
+  fix(n.cond);
+  for (Expr& i : n.indices) fix(i);
+  for (Stmt& b : n.body) {
+    Stmt r = rewrite(b, expr_fn, stmt_fn);
+    changed |= r != b;
+    b = r;
+  }
+  Stmt node = s;
+  if (changed) node = s->op == StmtOp::Seq ? make_seq(std::move(n.body)) : finish(std::move(n));
+  if (stmt_fn) {
+    Stmt replaced = stmt_fn(node);
+    if (replaced) return replaced;
+  }
+  return node;
+}
+
+void visit(const Stmt& s, const std::function<void(const Stmt&)>& f) {
+  f(s);
+  for (const Stmt& b : s->body) visit(b, f);
+}
+
+void visit_exprs(const Stmt& s, const std::function<void(const Expr&)>& f) {
+  visit(s, [&](const Stmt& n) {
+    for (const Expr* e : {&n->min, &n->extent, &n->value, &n->cond})
+      if (*e) f(*e);
+    for (const Expr& i : n->indices) f(i);
+  });
+}
+
+namespace {
+
+void print(std::ostringstream& out, const Stmt& s, int indent) {
+  std::string pad(indent * 2, ' ');
+  switch (s->op) {
+    case StmtOp::For: {
+      out << pad << to_string(s->for_kind) << " (" << s->var << ", " << to_string(s->min) << ", "
+          << to_string(s->extent) << ")";
+      if (!s->thread_tag.empty()) out << " " << s->thread_tag;
+      if (s->pragma_unroll_max_step) out << " auto_unroll_max_step=" << s->pragma_unroll_max_step;
+      out << " {\n";
+      print(out, s->body[0], indent + 1);
+      out << pad << "}\n";
+      return;
+    }
+    case StmtOp::Provide: {
+      out << pad << s->buffer << "[";
+      for (size_t i = 0; i < s->indices.size(); ++i) out << (i ? ", " : "") << to_string(s->indices[i]);
+      out << "] = " << to_string(s->value) << "\n";
+      return;
+    }
+    case StmtOp::Store:
+      out << pad << s->buffer << "[" << to_string(s->indices[0]) << "] = " << to_string(s->value) << "\n";
+      return;
+    case StmtOp::Allocate: {
+      out << pad << "allocate " << s->buffer << "[" << to_string(s->dtype) << " * ";
+      for (size_t i = 0; i < s->extents.size(); ++i) out << (i ? " * " : "") << s->extents[i];
+      out << "], " << to_string(s->scope) << "\n";
+      print(out, s->body[0], indent);
+      return;
+    }
+    case StmtOp::IfThenElse:
+      out << pad << "if (" << to_string(s->cond) << ") {\n";
+      print(out, s->body[0], indent + 1);
+      if (s->body.size() > 1) {
+        out << pad << "} else {\n";
+        print(out, s->body[1], indent + 1);
+      }
+      out << pad << "}\n";
+      return;
+    case StmtOp::Seq:
+      for (const Stmt& b : s->body) print(out, b, indent);
+      return;
+    case StmtOp::Barrier: out << pad << "barrier()\n"; return;
+  }
+}
+
+}  // namespace
+
+std::string to_string(const Stmt& s) {
+  std::ostringstream out;
+  if (s) print(out, s, 0);
+  return out.str();
+}
+
+std::string to_string(const LoweredFunc& f) {
+  std::ostringstream out;
+  out << "func " << f.name << "(";
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const BufferParam& p = f.params[i];
+    out << (i ? ", " : "") << p.name << ": " << to_string(p.dtype) << "[";
+    for (size_t d = 0; d < p.shape.size(); ++d) out << (d ? ", " : "") << p.shape[d];
+    out << "]" << (p.is_output ? " out" : "");
+  }
+  out << ") {\n";
+  print(out, f.body, 1);
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace tessel

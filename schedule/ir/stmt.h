@@ -1,0 +1,104 @@
+// The loop-nest IR that lowering produces and code generators consume.
+//
+// Semantics, written once:
+//  - For runs `var` from `min` to `min + extent - 1`. Its kind says how: Serial, Parallel (iterations
+//    may run concurrently on the CPU thread pool), Vectorized (removed by the vectorize pass: no
+//    Vectorized loop reaches a code generator), Unrolled (removed by the unroll pass when its extent
+//    is constant), ThreadBound (a GPU block/thread index; `thread_tag` names it, e.g. "threadIdx.x").
+//  - Provide writes one element of an N-d tensor (before storage flattening); Store writes a flat
+//    buffer at `indices[0]` (after). A Store whose value has L lanes writes L elements at a Ramp index.
+//  - Allocate introduces a buffer of `extents` (row-major) in a memory scope for the extent of its body.
+//  - IfThenElse runs `body[0]` when `cond` holds, else `body[1]` if present.
+//  - Seq runs its children in order. Barrier synchronizes the threads of a GPU block.
+//  - `pragma_unroll_max_step` on a For asks the unroll pass to unroll every loop inside it whose
+//    total unrolled body stays within that many statements (Ansor's auto_unroll_max_step).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedule/te/expr.h"
+
+namespace tessel {
+
+enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBound };
+enum class MemScope : uint8_t { Global, Shared, Local };
+enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier };
+
+const char* to_string(ForKind kind);
+const char* to_string(MemScope scope);
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct StmtNode {
+  StmtOp op;
+  // For
+  std::string var;
+  Expr min, extent;
+  ForKind for_kind = ForKind::Serial;
+  std::string thread_tag;
+  int pragma_unroll_max_step = 0;
+  // Provide / Store / Allocate: tensor or buffer name
+  std::string buffer;
+  std::vector<Expr> indices;  // Provide: N-d; Store: one flat index
+  Expr value;
+  // Allocate
+  DType dtype = DType::Float32;
+  std::vector<int64_t> extents;
+  MemScope scope = MemScope::Global;
+  // IfThenElse
+  Expr cond;
+  // For / Allocate: body[0]; IfThenElse: then, optional else; Seq: children
+  std::vector<Stmt> body;
+};
+
+Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body,
+              const std::string& thread_tag = "", int pragma_unroll_max_step = 0);
+Stmt make_provide(const std::string& tensor, std::vector<Expr> indices, Expr value);
+Stmt make_store(const std::string& buffer, Expr index, Expr value);
+Stmt make_allocate(const std::string& buffer, DType dtype, std::vector<int64_t> extents, MemScope scope,
+                   Stmt body);
+Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
+Stmt make_seq(std::vector<Stmt> stmts);  // flattens nested Seqs; one child returns the child
+Stmt make_barrier();
+
+// A copy of s with new children (same fields otherwise).
+Stmt with_body(const Stmt& s, std::vector<Stmt> body);
+
+// Post-order rebuild: `expr_fn` rewrites every expression field (may be null), `stmt_fn` is applied to
+// each statement after its children were rebuilt and returns nullptr to keep it.
+using StmtRewriter = std::function<Stmt(const Stmt&)>;
+Stmt rewrite(const Stmt& s, const ExprRewriter& expr_fn, const StmtRewriter& stmt_fn);
+// Calls f on every statement, pre-order.
+void visit(const Stmt& s, const std::function<void(const Stmt&)>& f);
+// Calls f on every expression field of every statement (not recursing into sub-expressions).
+void visit_exprs(const Stmt& s, const std::function<void(const Expr&)>& f);
+
+// A buffer a lowered function receives from its caller.
+struct BufferParam {
+  std::string name;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  bool is_output = false;
+};
+
+// What lowering hands to a code generator: `void name(void** args)` where args[i] points to
+// params[i]'s data (dense, row-major).
+struct LoweredFunc {
+  std::string name;
+  std::vector<BufferParam> params;
+  Stmt body;
+};
+
+// One loop per line, two-space indentation, annotations visible, e.g.
+//   parallel (i.o, 0, 32) {
+//     for (k, 0, 1024) {
+//       C[i, j] = C[i, j] + A[i, k]*B[k, j]
+std::string to_string(const Stmt& s);
+std::string to_string(const LoweredFunc& f);
+
+}  // namespace tessel

@@ -1,0 +1,50 @@
+// Integer arithmetic analysis shared by the lowering passes: linear forms (sum of c_i * atom_i +
+// constant) for cancelling symbolic terms, and interval bounds of index expressions given the
+// ranges of the loop variables in scope.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/te/expr.h"
+
+namespace tessel {
+
+// sum_i coeff_i * atom_i + constant, with atoms in order of first appearance. Atoms are maximal
+// integer subexpressions that are not Add / Sub / Mul-by-constant / IntImm.
+struct LinearForm {
+  std::vector<std::pair<Expr, int64_t>> terms;
+  int64_t constant = 0;
+
+  bool is_constant() const { return terms.empty(); }
+  void add(const Expr& atom, int64_t coeff);
+  LinearForm scaled(int64_t k) const;
+  LinearForm plus(const LinearForm& other, int64_t sign = 1) const;
+};
+
+LinearForm linearize(const Expr& e);
+Expr to_expr(const LinearForm& f);
+
+// Inclusive integer bounds; nullopt = unbounded on that side.
+struct Interval {
+  std::optional<int64_t> lo, hi;
+  bool is_point() const { return lo && hi && *lo == *hi; }
+};
+
+// Ranges of the variables in scope: var name -> [lo, hi].
+using VarRanges = std::map<std::string, Interval>;
+
+// Bounds of an integer expression given variable ranges (unknown variables are unbounded).
+Interval bound_of(const Expr& e, const VarRanges& ranges);
+
+// Proves a boolean condition true or false under the ranges; nullopt when it cannot.
+std::optional<bool> prove(const Expr& cond, const VarRanges& ranges);
+
+// Constant folding and algebraic cleanup of one expression (integer parts canonicalized as linear
+// forms, conditions decided where the ranges allow).
+Expr simplify_expr(const Expr& e, const VarRanges& ranges = {});
+
+}  // namespace tessel

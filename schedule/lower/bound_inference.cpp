@@ -1,0 +1,202 @@
+#include "schedule/lower/bound_inference.h"
+
+#include <set>
+
+#include "schedule/lower/arith.h"
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+namespace {
+
+struct Range {
+  Expr base;
+  int64_t extent;
+};
+
+// Loop names unique across the function: a name several stages use is prefixed by its stage.
+void assign_leaf_names(StageInfoMap& infos) {
+  std::map<std::string, int> uses;
+  for (auto& [name, info] : infos)
+    for (int l : info.stage.leaves) ++uses[info.stage.vars[l].name];
+  for (auto& [name, info] : infos) {
+    info.leaf_names.clear();
+    for (int l : info.stage.leaves) {
+      const std::string& v = info.stage.vars[l].name;
+      info.leaf_names.push_back(uses[v] > 1 ? name + "." + v : v);
+    }
+  }
+}
+
+// The range of every root axis of consumer `c` while its loops up to `attach_pos` are fixed.
+std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos) {
+  const Stage& s = c.stage;
+  std::vector<Range> r(s.vars.size());
+  for (size_t i = 0; i < s.leaves.size(); ++i) {
+    int v = s.leaves[i];
+    r[v] = static_cast<int>(i) <= attach_pos ? Range{make_var(c.leaf_names[i]), 1}
+                                             : Range{make_int(0), s.vars[v].extent};
+  }
+  for (auto it = s.relations.rbegin(); it != s.relations.rend(); ++it) {
+    const Relation& rel = *it;
+    if (rel.kind == Relation::Kind::Split) {
+      Expr base = r[rel.children[0]].base;
+      int64_t span = r[rel.children[0]].extent - 1;
+      for (size_t k = 0; k < rel.lengths.size(); ++k) {
+        const Range& child = r[rel.children[k + 1]];
+        base = base * make_int(rel.lengths[k]) + child.base;
+        span = span * rel.lengths[k] + (child.extent - 1);
+      }
+      int64_t extent = span + 1;
+      Expr simple = simplify_expr(base);
+      if (is_int_value(simple, 0)) extent = std::min(extent, s.vars[rel.parents[0]].extent);
+      r[rel.parents[0]] = Range{simple, extent};
+    } else {
+      const Range& fused = r[rel.children[0]];
+      bool point = fused.extent == 1;
+      int64_t stride = 1;
+      for (size_t k = rel.parents.size(); k-- > 0;) {
+        int64_t e = s.vars[rel.parents[k]].extent;
+        if (point) {
+          Expr q = stride == 1 ? fused.base : fused.base / make_int(stride);
+          r[rel.parents[k]] = Range{simplify_expr(k == 0 ? q : q % make_int(e)), 1};
+        } else {
+          r[rel.parents[k]] = Range{make_int(0), e};
+        }
+        stride *= e;
+      }
+    }
+  }
+  std::vector<Range> roots;
+  for (int i = 0; i < s.num_roots; ++i)
+    roots.push_back(Range{simplify_expr(c.root_base[i] + r[i].base), r[i].extent});
+  return roots;
+}
+
+// The interval one index expression of a read spans, or nullopt when it is not affine in the axes.
+std::optional<Range> index_range(const Expr& index, const std::map<std::string, Range>& axes) {
+  LinearForm f = linearize(index);
+  LinearForm min;
+  min.constant = f.constant;
+  int64_t span = 0;
+  for (const auto& [atom, coeff] : f.terms) {
+    if (atom->op != ExprOp::Var || !axes.count(atom->name)) return std::nullopt;
+    const Range& a = axes.at(atom->name);
+    LinearForm base = linearize(a.base);
+    if (coeff > 0) {
+      min = min.plus(base.scaled(coeff));
+    } else {
+      min = min.plus(base.scaled(coeff));
+      min.constant += coeff * (a.extent - 1);
+    }
+    span += (coeff > 0 ? coeff : -coeff) * (a.extent - 1);
+  }
+  return Range{to_expr(min), span + 1};
+}
+
+void collect_reads(const Expr& e, const std::string& tensor, std::vector<Expr>& out) {
+  if (e->op == ExprOp::TensorRead && e->name == tensor) out.push_back(e);
+  for (const Expr& a : e->args) collect_reads(a, tensor, out);
+}
+
+}  // namespace
+
+StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>& bodies) {
+  StageInfoMap infos;
+  for (size_t i = 0; i < state.ops().size(); ++i) {
+    const Operation& op = state.ops()[i];
+    const Stage& s = state.stages()[i];
+    if (op.is_placeholder || s.loc == ComputeLoc::Inline) continue;
+    StageInfo info{s, bodies.at(op.name)};
+    for (int r = 0; r < s.num_roots; ++r) {
+      info.root_base.push_back(make_int(0));
+      info.root_extent.push_back(s.vars[r].extent);
+    }
+    infos.emplace(op.name, std::move(info));
+  }
+  assign_leaf_names(infos);
+
+  // Consumers come after their producers in op order, so walking backwards sees a consumer's
+  // region before its producers need it.
+  for (size_t i = state.ops().size(); i-- > 0;) {
+    const Operation& op = state.ops()[i];
+    auto it = infos.find(op.name);
+    if (it == infos.end() || it->second.stage.loc != ComputeLoc::At) continue;
+    StageInfo& p = it->second;
+    const std::string step = "compute_at(" + op.name + ", " + p.stage.attach_stage + ", " + p.stage.attach_loop + ")";
+    auto c_it = infos.find(p.stage.attach_stage);
+    if (c_it == infos.end()) throw ScheduleError(-1, step, "stage " + p.stage.attach_stage + " is inlined");
+    const StageInfo& c = c_it->second;
+    int pos = c.stage.leaf_position(p.stage.attach_loop);
+    if (pos < 0) throw ScheduleError(-1, step, "stage " + c.stage.name + " has no loop " + p.stage.attach_loop);
+
+    // Every reader: the consumer with its loops up to the attach loop fixed, or a stage computed at
+    // the same loop, which covers its whole (already inferred) region.
+    std::vector<std::pair<std::vector<Expr>, std::map<std::string, Range>>> readers;
+    for (const auto& [name, info] : infos) {
+      std::vector<Expr> reads;
+      collect_reads(info.body, op.name, reads);
+      if (reads.empty()) continue;
+      std::map<std::string, Range> axes;
+      if (name == c.stage.name) {
+        std::vector<Range> roots = consumer_root_ranges(c, pos);
+        for (int r = 0; r < c.stage.num_roots; ++r) axes.emplace(c.stage.vars[r].name, roots[r]);
+      } else if (info.stage.loc == ComputeLoc::At && info.stage.attach_stage == c.stage.name &&
+                 info.stage.attach_loop == p.stage.attach_loop) {
+        const Operation& reader = state.op(name);
+        for (int r = 0; r < info.stage.num_roots; ++r) {
+          const std::string& axis = r < info.stage.num_spatial_roots
+                                        ? reader.axes[r].name
+                                        : reader.reduce_axes[r - info.stage.num_spatial_roots].name;
+          axes.emplace(axis, Range{info.root_base[r], info.root_extent[r]});
+        }
+      } else {
+        throw ScheduleError(-1, step, "stage " + name + " also reads " + op.name + " but is not computed at " +
+                                          c.stage.name + "." + p.stage.attach_loop);
+      }
+      readers.emplace_back(std::move(reads), std::move(axes));
+    }
+    if (readers.empty()) throw ScheduleError(-1, step, "stage " + c.stage.name + " does not read " + op.name);
+
+    for (size_t d = 0; d < op.shape.size(); ++d) {
+      std::optional<Range> region;
+      bool first = true, failed = false;
+      for (const auto& [reads, axes] : readers)
+        for (const Expr& read : reads) {
+          if (failed) break;
+          std::optional<Range> r = index_range(read->args[d], axes);
+          if (!r) {
+            failed = true;
+            break;
+          }
+          if (first) {
+            region = r;
+            first = false;
+            continue;
+          }
+          LinearForm diff = linearize(r->base).plus(linearize(region->base), -1);
+          if (!diff.is_constant()) {
+            failed = true;
+            break;
+          }
+          int64_t lo = std::min<int64_t>(0, diff.constant);
+          int64_t hi = std::max(region->extent, diff.constant + r->extent);
+          region = Range{lo < 0 ? r->base : region->base, hi - lo};
+        }
+      if (failed) region.reset();
+      Range full{make_int(0), op.shape[d]};
+      Range chosen = region && region->extent < op.shape[d] ? *region : full;
+      chosen.base = simplify_expr(chosen.base);
+      if (const int64_t* b = as_int(chosen.base)) {
+        int64_t lo = std::max<int64_t>(*b, 0), hi = std::min(*b + chosen.extent, op.shape[d]);
+        chosen = Range{make_int(lo), std::max<int64_t>(hi - lo, 1)};
+      }
+      p.root_base[d] = chosen.base;
+      p.root_extent[d] = chosen.extent;
+    }
+    derive_extents(p.stage, p.root_extent);
+  }
+  return infos;
+}
+
+}  // namespace tessel

@@ -1,0 +1,56 @@
+// The lowering pipeline, top to bottom. Each pass lives in its own file.
+#include "schedule/lower/lower.h"
+
+#include "schedule/lower/bound_inference.h"
+#include "schedule/lower/inline_stages.h"
+#include "schedule/lower/loop_partition.h"
+#include "schedule/lower/schedule_ops.h"
+#include "schedule/lower/simplify.h"
+#include "schedule/lower/storage_flatten.h"
+#include "schedule/lower/unroll.h"
+#include "schedule/lower/vectorize.h"
+
+namespace tessel {
+
+namespace {
+
+std::vector<BufferParam> make_params(const State& state) {
+  std::vector<BufferParam> params;
+  for (const Operation& op : state.ops())
+    if (op.is_placeholder) params.push_back(BufferParam{op.name, op.dtype, op.shape, false});
+  for (const std::string& out : state.outputs()) {
+    const Operation& op = state.op(out);
+    params.push_back(BufferParam{op.name, op.dtype, op.shape, true});
+  }
+  return params;
+}
+
+}  // namespace
+
+LoweredFunc lower(const State& state, const std::string& name, const LowerOptions& options) {
+  LoweredFunc f{name, make_params(state), nullptr};
+  auto after = [&](const char* pass) {
+    if (options.dump) *options.dump << "// ---- after " << pass << " ----\n" << to_string(f) << "\n";
+  };
+
+  std::map<std::string, Expr> bodies = inline_stages(state);
+  StageInfoMap infos = infer_bounds(state, bodies);
+  f.body = schedule_ops(state, infos);
+  after("schedule_ops (bound inference, predicate injection)");
+  f.body = storage_flatten(f.body, f.params, state);
+  after("storage_flatten");
+  f.body = simplify(f.body);
+  after("simplify");
+  f.body = loop_partition(f.body);
+  f.body = simplify(f.body);
+  after("loop_partition");
+  f.body = vectorize_loops(f.body);
+  after("vectorize");
+  f.body = unroll_loops(f.body);
+  f.body = simplify(f.body);
+  after("unroll");
+  verify_lowered(f, options.target);
+  return f;
+}
+
+}  // namespace tessel

@@ -1,0 +1,54 @@
+#include "schedule/lower/unroll.h"
+
+namespace tessel {
+
+namespace {
+
+int64_t count_stores(const Stmt& s) {
+  int64_t n = 0;
+  visit(s, [&](const Stmt& x) { n += x->op == StmtOp::Store || x->op == StmtOp::Provide; });
+  return n;
+}
+
+Stmt unroll_one(const Stmt& loop) {
+  int64_t lo = *as_int(loop->min), n = *as_int(loop->extent);
+  std::vector<Stmt> copies;
+  for (int64_t i = 0; i < n; ++i) {
+    Expr value = make_int(lo + i);
+    copies.push_back(rewrite(loop->body[0], [&](const Expr& e) -> Expr {
+      return e->op == ExprOp::Var && e->name == loop->var ? value : nullptr;
+    }, nullptr));
+  }
+  return make_seq(copies);
+}
+
+bool unrollable(const Stmt& s) {
+  return s->op == StmtOp::For && as_int(s->min) && as_int(s->extent) &&
+         (s->for_kind == ForKind::Serial || s->for_kind == ForKind::Unrolled);
+}
+
+// Unrolls, bottom-up, loops whose unrolled body stays within `budget` statements.
+Stmt auto_unroll(const Stmt& s, int64_t budget) {
+  return rewrite(s, nullptr, [&](const Stmt& n) -> Stmt {
+    if (!unrollable(n)) return nullptr;
+    if (*as_int(n->extent) * count_stores(n->body[0]) > budget) return nullptr;
+    return unroll_one(n);
+  });
+}
+
+}  // namespace
+
+Stmt unroll_loops(const Stmt& s) {
+  return rewrite(s, nullptr, [](const Stmt& n) -> Stmt {
+    if (n->op != StmtOp::For) return nullptr;
+    if (n->pragma_unroll_max_step > 0) {
+      Stmt body = auto_unroll(n->body[0], n->pragma_unroll_max_step);
+      return make_for(n->var, n->min, n->extent, n->for_kind, body, n->thread_tag, 0);
+    }
+    if (n->for_kind == ForKind::Unrolled && unrollable(n) && *as_int(n->extent) <= kMaxExplicitUnroll)
+      return unroll_one(n);
+    return nullptr;
+  });
+}
+
+}  // namespace tessel

@@ -1,0 +1,84 @@
+#include "schedule/lower/vectorize.h"
+
+#include "schedule/lower/arith.h"
+
+namespace tessel {
+
+namespace {
+
+bool is_straight_line(const Stmt& s) {
+  if (s->op == StmtOp::Store) return true;
+  if (s->op != StmtOp::Seq) return false;
+  for (const Stmt& b : s->body)
+    if (!is_straight_line(b)) return false;
+  return true;
+}
+
+// Keeps ramps and broadcasts in their simplest form after an operand became a vector.
+Expr fold_vector(const Expr& e) {
+  if (e->type.lanes == 1 || e->args.size() != 2) return nullptr;
+  const Expr &a = e->args[0], &b = e->args[1];
+  int lanes = e->type.lanes;
+  auto is = [](const Expr& x, ExprOp op) { return x->op == op; };
+  switch (e->op) {
+    case ExprOp::Add: case ExprOp::Sub: {
+      if (!e->type.is_int()) break;
+      bool sub = e->op == ExprOp::Sub;
+      auto combine = [&](const Expr& x, const Expr& y) { return sub ? x - y : x + y; };
+      if (is(a, ExprOp::Ramp) && is(b, ExprOp::Broadcast))
+        return make_ramp(simplify_expr(combine(a->args[0], b->args[0])), a->args[1], lanes);
+      if (is(a, ExprOp::Broadcast) && is(b, ExprOp::Ramp)) {
+        Expr stride = sub ? simplify_expr(make_int(0) - b->args[1]) : b->args[1];
+        return make_ramp(simplify_expr(combine(a->args[0], b->args[0])), stride, lanes);
+      }
+      if (is(a, ExprOp::Ramp) && is(b, ExprOp::Ramp))
+        return make_ramp(simplify_expr(combine(a->args[0], b->args[0])),
+                         simplify_expr(combine(a->args[1], b->args[1])), lanes);
+      if (is(a, ExprOp::Broadcast) && is(b, ExprOp::Broadcast))
+        return make_broadcast(simplify_expr(combine(a->args[0], b->args[0])), lanes);
+      break;
+    }
+    case ExprOp::Mul: {
+      if (!e->type.is_int()) break;
+      if (is(a, ExprOp::Ramp) && is(b, ExprOp::Broadcast))
+        return make_ramp(simplify_expr(a->args[0] * b->args[0]), simplify_expr(a->args[1] * b->args[0]), lanes);
+      if (is(a, ExprOp::Broadcast) && is(b, ExprOp::Ramp))
+        return make_ramp(simplify_expr(a->args[0] * b->args[0]), simplify_expr(a->args[0] * b->args[1]), lanes);
+      if (is(a, ExprOp::Broadcast) && is(b, ExprOp::Broadcast))
+        return make_broadcast(simplify_expr(a->args[0] * b->args[0]), lanes);
+      break;
+    }
+    default: break;
+  }
+  return nullptr;
+}
+
+Stmt vectorize_body(const Stmt& body, const std::string& var, const Expr& min, int lanes) {
+  Expr ramp = make_ramp(min, make_int(1), lanes);
+  auto to_vector = [&](const Expr& e) -> Expr {
+    if (e->op == ExprOp::Var && e->name == var) return ramp;
+    return fold_vector(e);
+  };
+  return rewrite(body, nullptr, [&](const Stmt& s) -> Stmt {
+    if (s->op != StmtOp::Store) return nullptr;
+    Expr index = rewrite(s->indices[0], to_vector);
+    Expr value = rewrite(s->value, to_vector);
+    if (index->type.lanes == 1) index = make_ramp(index, make_int(0), lanes);  // cannot happen for spatial loops
+    if (value->type.lanes == 1) value = make_broadcast(value, lanes);
+    return make_store(s->buffer, index, value);
+  });
+}
+
+}  // namespace
+
+Stmt vectorize_loops(const Stmt& s) {
+  return rewrite(s, nullptr, [](const Stmt& n) -> Stmt {
+    if (n->op != StmtOp::For || n->for_kind != ForKind::Vectorized) return nullptr;
+    const int64_t* lanes = as_int(n->extent);
+    if (!lanes || *lanes < 2 || !is_straight_line(n->body[0]))
+      return make_for(n->var, n->min, n->extent, ForKind::Serial, n->body[0]);
+    return vectorize_body(n->body[0], n->var, n->min, static_cast<int>(*lanes));
+  });
+}
+
+}  // namespace tessel

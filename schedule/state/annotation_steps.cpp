@@ -1,0 +1,61 @@
+// annotate (parallel / vectorize / unroll / GPU bindings), pragma and storage_align.
+#include "schedule/state/step_internal.h"
+
+namespace tessel::step_internal {
+
+// Vector widths beyond this stop paying off and bloat the generated code.
+constexpr int64_t kMaxVectorLanes = 64;
+
+void apply_annotate(State& state, const Step& step) {
+  Stage& s = schedulable_stage(state, step.stage);
+  int pos = leaf_position(s, step.loop);
+  IterVar& v = s.vars[s.leaves[pos]];
+  if (step.annotation == Annotation::None) reject("annotation 'none' is not a step");
+  if (v.annotation != Annotation::None && v.annotation != step.annotation)
+    reject("loop '" + step.loop + "' is already annotated " + to_string(v.annotation));
+  bool reduce = v.kind == IterKind::Reduce;
+  switch (step.annotation) {
+    case Annotation::Parallel:
+      if (reduce) reject("reduction loop '" + step.loop + "' cannot run in parallel (its iterations accumulate into one element); use rfactor");
+      break;
+    case Annotation::Vectorize:
+      if (reduce) reject("reduction loop '" + step.loop + "' cannot be vectorized; use rfactor");
+      if (pos + 1 != static_cast<int>(s.leaves.size())) reject("only the innermost loop can be vectorized");
+      if (v.extent > kMaxVectorLanes)
+        reject("vectorized loop '" + step.loop + "' has extent " + std::to_string(v.extent) + "; at most " +
+               std::to_string(kMaxVectorLanes) + " (split it first)");
+      for (const Stage& other : state.stages())
+        if (other.loc == ComputeLoc::At && other.attach_stage == s.name && other.attach_loop == step.loop)
+          reject("stage " + other.name + " is computed inside loop '" + step.loop + "'");
+      break;
+    case Annotation::Unroll:
+      break;
+    default:
+      if (reduce && step.annotation != Annotation::VThread && step.annotation != Annotation::ThreadX)
+        reject("reduction loop '" + step.loop + "' cannot be bound to " + to_string(step.annotation));
+      break;
+  }
+  v.annotation = step.annotation;
+}
+
+void apply_pragma(State& state, const Step& step) {
+  Stage& s = schedulable_stage(state, step.stage);
+  leaf_position(s, step.loop);
+  if (step.pragma != "auto_unroll_max_step") reject("unknown pragma '" + step.pragma + "'");
+  if (step.value < 0) reject("auto_unroll_max_step must not be negative");
+  s.auto_unroll_max_step = static_cast<int>(step.value);
+  s.pragma_loop = step.loop;
+}
+
+void apply_storage_align(State& state, const Step& step) {
+  Stage& s = schedulable_stage(state, step.stage);
+  const Operation& op = state.op(step.stage);
+  if (state.is_output(step.stage)) reject("storage_align cannot change the layout of output " + step.stage);
+  if (step.axis < 0 || step.axis >= static_cast<int>(op.shape.size()))
+    reject("axis " + std::to_string(step.axis) + " is outside the rank " + std::to_string(op.shape.size()));
+  if (step.value < 1) reject("alignment factor must be positive");
+  if (step.offset < 0 || step.offset >= step.value) reject("offset must be in [0, factor)");
+  s.storage_align.push_back(StorageAlign{step.axis, step.value, step.offset});
+}
+
+}  // namespace tessel::step_internal

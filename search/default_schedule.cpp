@@ -1,0 +1,278 @@
+// Default schedules. Three patterns cover the op templates:
+//  - contraction (matmul, dense, batch_matmul, conv2d): Ansor's CPU multi-level tiling. The output
+//    is tiled, its outer tile loops fused and run in parallel; the contraction is computed per tile
+//    (in a local buffer) with a register tile of `kRegRows` x (2 vectors) accumulators innermost,
+//    the reduction loops just outside it, and the epilogue (bias, activation) fused into the tile.
+//  - row reduction (softmax, layernorm, rmsnorm, reduce_sum, ...): rows run in parallel; each row's
+//    statistics are computed just before the row is normalized (compute_at the row loop), each
+//    reduction vectorized through rfactor into `lanes` partial sums.
+//  - elementwise: all axes fused, split into vectors, outer part parallel.
+#include "search/default_schedule.h"
+
+#include <algorithm>
+
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+namespace {
+
+constexpr int64_t kRegRows = 4;   // accumulator rows in the register tile
+constexpr int64_t kRegVectors = 2;  // accumulator vectors per row
+constexpr int64_t kTileRows = 32;   // output tile per parallel task
+constexpr int64_t kTileCols = 64;
+
+bool is_expensive(const Expr& e) {
+  if (e->op == ExprOp::Call && e->math_fn() != MathFn::Abs && e->math_fn() != MathFn::Sqrt) return true;
+  for (const Expr& a : e->args)
+    if (is_expensive(a)) return true;
+  return false;
+}
+
+bool uses_axis(const Expr& read, const std::string& axis) {
+  for (const Expr& i : read->args)
+    if (uses_var(i, axis)) return true;
+  return false;
+}
+
+void collect_reads(const Expr& e, std::vector<Expr>& out) {
+  if (e->op == ExprOp::TensorRead) out.push_back(e);
+  for (const Expr& a : e->args) collect_reads(a, out);
+}
+
+class DefaultScheduler {
+ public:
+  DefaultScheduler(const ComputeDAG& dag, const CpuTargetSpec& target)
+      : dag_(dag), state_(dag), lanes_(std::max(1, target.vector_lanes)) {}
+
+  Trace run() {
+    const Operation& out = dag_.ops().back();
+    const Operation* contraction = find_contraction();
+    if (contraction) {
+      schedule_contraction(*contraction, out);
+    } else if (has_reduction()) {
+      schedule_row_reduction(out);
+    } else {
+      inline_all_but(out.name);
+      schedule_elementwise(out.name);
+    }
+    return trace_;
+  }
+
+ private:
+  // Default steps are chosen for every shape; one that does not fit a shape (a loop too short to
+  // split, say) is skipped rather than failing the whole schedule.
+  bool apply(const Step& step) {
+    try {
+      apply_step(state_, step, static_cast<int>(trace_.steps.size()));
+    } catch (const ScheduleError&) {
+      return false;
+    }
+    trace_.steps.push_back(step);
+    return true;
+  }
+
+  bool has_reduction() const {
+    for (const Operation& op : dag_.ops())
+      if (op.reduce != ReduceKind::None) return true;
+    return false;
+  }
+
+  // A sum of products of two tensor reads whose reduce axes index both.
+  const Operation* find_contraction() const {
+    for (const Operation& op : dag_.ops()) {
+      if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul) continue;
+      if (op.body->args[0]->op == ExprOp::TensorRead && op.body->args[1]->op == ExprOp::TensorRead) return &op;
+    }
+    return nullptr;
+  }
+
+  void inline_all_but(const std::string& keep) {
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != keep && op.reduce == ReduceKind::None) apply(compute_inline_step(op.name));
+  }
+
+  int64_t extent_of(const std::string& stage, const std::string& loop) const {
+    const Stage& s = state_.stage(stage);
+    return s.vars[s.find_var(loop)].extent;
+  }
+
+  void schedule_elementwise(const std::string& name) {
+    std::vector<std::string> loops = state_.stage(name).leaf_names();
+    std::string flat = loops[0];
+    if (loops.size() > 1 && apply(fuse_step(name, loops))) flat = state_.stage(name).leaf_names()[0];
+    if (apply(split_step(name, flat, {lanes_}))) {
+      apply(annotate_step(name, flat + ".0", Annotation::Parallel));
+      apply(annotate_step(name, flat + ".1", Annotation::Vectorize));
+    }
+  }
+
+  // Row-wise: out[rows..., cols]; every reduction over the last axis.
+  void schedule_row_reduction(const Operation& out) {
+    // Cheap elementwise stages are inlined; an expensive one read twice (softmax's exp) is computed
+    // once per row instead.
+    for (const Operation& op : dag_.ops()) {
+      if (op.is_placeholder || op.name == out.name || op.reduce != ReduceKind::None) continue;
+      if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1) continue;
+      apply(compute_inline_step(op.name));
+    }
+    const std::string row_loop = out.axes[0].name;
+    bool out_is_reduction = out.reduce != ReduceKind::None;
+    if (out_is_reduction) {
+      vectorize_reduction(out.name);
+      apply(annotate_step(out.name, row_loop, Annotation::Parallel));
+    } else {
+      std::vector<std::string> loops = state_.stage(out.name).leaf_names();
+      if (loops.size() > 2) {  // rows of higher rank: fuse the row axes
+        std::vector<std::string> rows(loops.begin(), loops.end() - 1);
+        apply(fuse_step(out.name, rows));
+      }
+      std::string col = state_.stage(out.name).leaf_names().back();
+      if (apply(split_step(out.name, col, {lanes_}))) apply(annotate_step(out.name, col + ".1", Annotation::Vectorize));
+      apply(annotate_step(out.name, state_.stage(out.name).leaf_names()[0], Annotation::Parallel));
+    }
+    std::string out_row = state_.stage(out.name).leaf_names()[0];
+    // Producers, consumers first, each computed per row of the output.
+    for (size_t i = dag_.ops().size(); i-- > 0;) {
+      const Operation& op = dag_.ops()[i];
+      if (op.is_placeholder || op.name == out.name || state_.stage(op.name).loc == ComputeLoc::Inline) continue;
+      if (op.reduce != ReduceKind::None) vectorize_reduction(op.name);
+      else if (op.shape.size() >= 2) {
+        std::string col = state_.stage(op.name).leaf_names().back();
+        if (apply(split_step(op.name, col, {lanes_}))) apply(annotate_step(op.name, col + ".1", Annotation::Vectorize));
+      }
+      if (!apply(compute_at_step(op.name, out.name, out_row))) {
+        std::vector<std::string> consumers = state_.effective_consumers(op.name);
+        if (consumers.size() == 1) apply(compute_at_step(op.name, consumers[0], state_.stage(consumers[0]).leaf_names()[0]));
+      }
+    }
+  }
+
+  // reduce over k -> rfactor into `lanes` partial results, accumulated as vectors.
+  void vectorize_reduction(const std::string& name) {
+    const Operation& op = state_.op(name);
+    if (op.reduce_axes.size() != 1) return;
+    const std::string k = op.reduce_axes[0].name;
+    if (op.reduce_axes[0].extent < 2 * lanes_) return;
+    if (!apply(split_step(name, k, {lanes_}))) return;
+    if (!apply(rfactor_step(name, k + ".1", static_cast<int64_t>(op.axes.size())))) return;
+    const std::string rf = rfactor_stage_name(name);
+    std::vector<std::string> loops = state_.stage(rf).leaf_names();  // [axes..., k.1, k.0(r)]
+    std::vector<std::string> order(loops.begin(), loops.end() - 2);
+    order.push_back(k + ".0");
+    order.push_back(k + ".1");
+    apply(reorder_step(rf, order));
+    apply(annotate_step(rf, k + ".1", Annotation::Vectorize));
+    apply(compute_at_step(rf, name, state_.stage(name).leaf_names()[0]));
+  }
+
+  void schedule_contraction(const Operation& contraction, const Operation& out) {
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != out.name && op.name != contraction.name) apply(compute_root_step(op.name));
+    std::string compute = contraction.name;
+    if (contraction.name == out.name) {
+      apply(cache_write_step(out.name, MemScope::Local));
+      compute = cache_stage_name(out.name, MemScope::Local);
+    } else {
+      inline_all_but_contraction(contraction.name, out.name);
+    }
+    // Axes: v = the last spatial axis (unit stride in the output); u = an axis of the read that
+    // does not depend on v, reused across the vector (A's row in matmul, the filter in conv).
+    const Operation& c = state_.op(compute);
+    std::vector<Expr> reads;
+    collect_reads(c.body, reads);
+    size_t rank = c.axes.size();
+    int v = static_cast<int>(rank) - 1, u = -1;
+    for (const Expr& r : reads) {
+      if (uses_axis(r, c.axes[v].name)) continue;
+      for (int a = v - 1; a >= 0; --a) {
+        bool in_other = false;
+        for (const Expr& o : reads)
+          if (o != r && uses_axis(o, c.axes[a].name)) in_other = true;
+        if (uses_axis(r, c.axes[a].name) && !in_other) {
+          u = a;
+          break;
+        }
+      }
+      if (u >= 0) break;
+    }
+    // The output tile: u by kTileRows, v by kTileCols, outer loops fused and parallel.
+    const std::vector<std::string> out_axes = state_.stage(out.name).leaf_names();
+    const std::string ou = u >= 0 ? out_axes[u] : "", ov = out_axes[v];
+    std::vector<std::string> outer, inner;
+    for (size_t a = 0; a < rank; ++a) {
+      const std::string& ax = out_axes[a];
+      int64_t tile = static_cast<int>(a) == v ? kTileCols : static_cast<int>(a) == u ? kTileRows : 0;
+      if (tile && extent_of(out.name, ax) > tile && apply(split_step(out.name, ax, {tile}))) {
+        outer.push_back(ax + ".0");
+        inner.push_back(ax + ".1");
+      } else if (tile) {
+        inner.push_back(ax);
+      } else {
+        outer.push_back(ax);
+      }
+    }
+    std::vector<std::string> order = outer;
+    order.insert(order.end(), inner.begin(), inner.end());
+    apply(reorder_step(out.name, order));
+    std::string tile_loop = outer.empty() ? "" : outer[0];
+    if (outer.size() > 1 && apply(fuse_step(out.name, outer))) tile_loop = state_.stage(out.name).leaf_names()[0];
+    if (!tile_loop.empty()) apply(annotate_step(out.name, tile_loop, Annotation::Parallel));
+    std::string vec = inner.back();
+    if (extent_of(out.name, vec) > lanes_ && apply(split_step(out.name, vec, {lanes_}))) vec += ".1";
+    apply(annotate_step(out.name, vec, Annotation::Vectorize));
+
+    // The contraction per tile: [others, u.0, v.0, reduce..., u.1 (unrolled), v.1 (unrolled), v.2 (vector)].
+    if (!tile_loop.empty()) apply(compute_at_step(compute, out.name, tile_loop));
+    const Stage& cs = state_.stage(compute);
+    std::vector<std::string> spatial_outer, reduce, reg;
+    std::string cv = cs.vars[v].name, cu = u >= 0 ? cs.vars[u].name : "";
+    for (int a = 0; a < cs.num_roots; ++a) {
+      const std::string& name = cs.vars[a].name;
+      if (a >= cs.num_spatial_roots) reduce.push_back(name);
+      else if (name != cv && name != cu) spatial_outer.push_back(name);
+    }
+    if (!cu.empty() && apply(split_step(compute, cu, {kRegRows}))) {
+      spatial_outer.push_back(cu + ".0");
+      reg.push_back(cu + ".1");
+    }
+    if (apply(split_step(compute, cv, {kRegVectors, lanes_}))) {
+      spatial_outer.push_back(cv + ".0");
+      reg.push_back(cv + ".1");
+      reg.push_back(cv + ".2");
+    } else {
+      reg.push_back(cv);
+    }
+    std::vector<std::string> corder = spatial_outer;
+    corder.insert(corder.end(), reduce.begin(), reduce.end());
+    corder.insert(corder.end(), reg.begin(), reg.end());
+    apply(reorder_step(compute, corder));
+    for (size_t r = 0; r + 1 < reg.size(); ++r) apply(annotate_step(compute, reg[r], Annotation::Unroll));
+    apply(annotate_step(compute, reg.back(), Annotation::Vectorize));
+  }
+
+  void inline_all_but_contraction(const std::string& contraction, const std::string& out) {
+    for (const Operation& op : dag_.ops()) {
+      if (op.is_placeholder || op.name == out || op.name == contraction || op.reduce != ReduceKind::None) continue;
+      // Padding is computed once up front: inlined, its bounds test would run in the inner loop.
+      if (op.body->op == ExprOp::Select) {
+        schedule_elementwise(op.name);
+        continue;
+      }
+      apply(compute_inline_step(op.name));
+    }
+  }
+
+  const ComputeDAG& dag_;
+  State state_;
+  Trace trace_;
+  int64_t lanes_;
+};
+
+}  // namespace
+
+Trace default_schedule(const ComputeDAG& dag, const CpuTargetSpec& target) {
+  return DefaultScheduler(dag, target).run();
+}
+
+}  // namespace tessel

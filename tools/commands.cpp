@@ -1,0 +1,180 @@
+// tessel ops / show / schedule / check / run.
+#include "tools/commands.h"
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "codegen/llvm/llvm_backend.h"
+#include "codegen/llvm/parallel_runtime.h"
+#include "measure/cpu_kernel.h"
+#include "measure/host_buffers.h"
+#include "measure/timer.h"
+#include "schedule/lower/lower.h"
+#include "schedule/te/error.h"
+#include "search/default_schedule.h"
+#include "search/random_schedule.h"
+#include "tools/workload.h"
+
+namespace tessel {
+
+namespace {
+
+Workload workload_of(const WorkloadArgs& w) { return resolve_workload(w.op, w.params, w.suite, w.case_name); }
+
+CpuTargetSpec host_spec() { return CpuTargetSpec{host_vector_lanes(), num_threads()}; }
+
+Trace schedule_of(const Workload& w, const std::string& spec) {
+  if (spec == "default" || spec.empty()) return default_schedule(w.dag, host_spec());
+  if (spec == "none") return Trace{};
+  return load_trace_file(spec);
+}
+
+const char* kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::Int: return "int";
+    case ParamKind::Float: return "float";
+    case ParamKind::Choice: return "choice";
+    case ParamKind::Shape: return "shape";
+    case ParamKind::Text: return "text";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int cmd_ops() {
+  for (const OpTemplate& t : op_templates()) {
+    std::cout << t.name << "  —  " << t.summary << "\n";
+    for (const OpParam& p : t.params) {
+      std::cout << "    " << std::left << std::setw(10) << p.name << std::setw(7) << kind_name(p.kind);
+      if (!p.choices.empty()) {
+        std::cout << "{";
+        for (size_t i = 0; i < p.choices.size(); ++i) std::cout << (i ? "|" : "") << p.choices[i];
+        std::cout << "} ";
+      }
+      std::cout << (p.default_value.empty() ? "required" : "default " + p.default_value);
+      if (!p.doc.empty()) std::cout << "  " << p.doc;
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
+
+int cmd_schedule(const ScheduleArgs& args) {
+  Workload w = workload_of(args.workload);
+  Trace t = args.random_seed >= 0 ? random_schedule(w.dag, static_cast<uint64_t>(args.random_seed), host_spec())
+                                  : default_schedule(w.dag, host_spec());
+  std::cout << trace_to_json(t, true) << "\n";
+  return 0;
+}
+
+int cmd_show(const ShowArgs& args) {
+  Workload w = workload_of(args.workload);
+  if (args.emit == "te") {
+    std::cout << w.dag.to_text();
+    return 0;
+  }
+  Trace trace = schedule_of(w, args.schedule);
+  State state = replay(w.dag, trace);
+  if (args.emit == "schedule") {
+    std::cout << trace_to_json(trace, true) << "\n\n" << state.to_string();
+    return 0;
+  }
+  LowerOptions options;
+  if (args.dump_passes) options.dump = &std::cout;
+  LoweredFunc f = lower(state, "kernel", options);
+  if (args.emit == "lowered") {
+    if (!args.dump_passes) std::cout << to_string(f);
+    return 0;
+  }
+  std::cout << emit_llvm_ir(f);
+  return 0;
+}
+
+int cmd_check(const CheckArgs& args) {
+  Workload w = workload_of(args.workload);
+  struct Candidate {
+    std::string label;
+    Trace trace;
+    uint64_t input_seed;
+  };
+  std::vector<Candidate> candidates;
+  candidates.push_back({"default", default_schedule(w.dag, host_spec()), args.seed});
+  if (!args.schedule.empty()) candidates.push_back({args.schedule, load_trace_file(args.schedule), args.seed + 1});
+  for (int i = 0; i < args.random_schedules; ++i) {
+    uint64_t seed = args.seed + static_cast<uint64_t>(i);
+    candidates.push_back({"random seed " + std::to_string(seed), random_schedule(w.dag, seed, host_spec()),
+                          seed * 7919 + 17});
+  }
+  int correct = 0;
+  for (const Candidate& c : candidates) {
+    std::string failure;
+    try {
+      HostTensors inputs = make_random_inputs(w.dag, c.input_seed);
+      ReferenceTensors reference = evaluate_reference(w.dag, inputs);
+      CpuKernel kernel = build_cpu_kernel(w.dag, c.trace);
+      CheckOutcome outcome = check_cpu_kernel(kernel, inputs, reference, w.dag);
+      if (!outcome.correct) failure = outcome.message;
+    } catch (const ScheduleError& e) {
+      if (c.label == args.schedule) throw;  // a user's schedule that does not apply is bad input
+      failure = e.what();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+    if (failure.empty()) {
+      ++correct;
+      if (args.verbose) std::cout << "ok   " << c.label << "\n";
+    } else {
+      std::cout << "FAIL " << c.label << ": " << failure << "\n  schedule: " << trace_to_json(c.trace) << "\n";
+    }
+  }
+  std::cout << "checked " << candidates.size() << " schedules: " << correct << " correct\n";
+  return correct == static_cast<int>(candidates.size()) ? 0 : 1;
+}
+
+int cmd_run(const RunArgs& args) {
+  if (args.threads > 0) set_num_threads(args.threads);
+  Workload w = workload_of(args.workload);
+  Trace trace = schedule_of(w, args.schedule);
+  CpuKernel kernel = build_cpu_kernel(w.dag, trace);
+  HostBuffers buffers(kernel.func.params);
+  HostTensors inputs = make_random_inputs(w.dag, 1);
+  buffers.set_inputs(inputs);
+
+  std::optional<CheckOutcome> outcome;
+  if (args.check) {
+    ReferenceTensors reference = evaluate_reference(w.dag, inputs);
+    outcome = check_cpu_kernel(kernel, inputs, reference, w.dag);
+  }
+  TimingOptions timing;
+  timing.min_total_s = args.min_time_s;
+  TimingResult t = time_function([&] { kernel.kernel->run(buffers.args()); }, timing);
+  double gflops = w.dag.flops() / (t.median_ms * 1e-3) / 1e9;
+  double gbps = static_cast<double>(buffers.total_bytes()) / (t.median_ms * 1e-3) / 1e9;
+
+  if (args.json) {
+    nlohmann::json j;
+    j["workload"] = w.name;
+    j["workload_key"] = w.dag.workload_key();
+    j["target"] = "llvm";
+    j["threads"] = num_threads();
+    j["median_ms"] = t.median_ms;
+    j["samples_ms"] = t.samples_ms;
+    j["gflops"] = gflops;
+    j["gbps"] = gbps;
+    j["correct"] = outcome ? nlohmann::json(outcome->correct) : nlohmann::json(nullptr);
+    if (outcome && !outcome->correct) j["error"] = outcome->message;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << w.name << ": median " << std::fixed << std::setprecision(4) << t.median_ms << " ms over "
+              << t.samples_ms.size() << " runs, " << std::setprecision(1) << gflops << " GFLOP/s, " << gbps
+              << " GB/s (" << num_threads() << " threads)\n";
+    if (outcome) std::cout << (outcome->correct ? "correct\n" : "WRONG: " + outcome->message + "\n");
+  }
+  return outcome && !outcome->correct ? 1 : 0;
+}
+
+}  // namespace tessel

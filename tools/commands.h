@@ -1,0 +1,55 @@
+// The tessel subcommands. Each returns the process exit code: 0 success, 1 a check failed, 2 bad
+// input (the caller prints InputError / ScheduleError messages as `error: ...`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+struct WorkloadArgs {
+  std::string op;
+  std::vector<std::string> params;
+  std::string suite;
+  std::string case_name;
+};
+
+struct ShowArgs {
+  WorkloadArgs workload;
+  std::string schedule = "default";  // a file, "default" or "none"
+  std::string target = "llvm";
+  std::string emit = "lowered";      // te | schedule | lowered | llvm
+  bool dump_passes = false;
+};
+
+struct CheckArgs {
+  WorkloadArgs workload;
+  std::string schedule;  // an extra schedule file to check
+  int random_schedules = 0;
+  uint64_t seed = 1;
+  std::string target = "llvm";
+  bool verbose = false;
+};
+
+struct RunArgs {
+  WorkloadArgs workload;
+  std::string schedule = "default";
+  std::string target = "llvm";
+  bool check = false;
+  bool json = false;
+  int threads = 0;  // 0: every core
+  double min_time_s = 0.2;
+};
+
+struct ScheduleArgs {
+  WorkloadArgs workload;
+  int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
+};
+
+int cmd_ops();
+int cmd_show(const ShowArgs& args);
+int cmd_check(const CheckArgs& args);
+int cmd_run(const RunArgs& args);
+int cmd_schedule(const ScheduleArgs& args);
+
+}  // namespace tessel

@@ -1,0 +1,102 @@
+// The tessel command-line program: parse arguments, call the library, print. Exit codes: 0 success,
+// 1 a check failed, 2 bad input (with a message that starts with `error:`).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "schedule/te/error.h"
+#include "tools/commands.h"
+#include "tools/db_command.h"
+
+namespace {
+
+void add_workload_options(CLI::App* cmd, tessel::WorkloadArgs& w) {
+  cmd->add_option("--op", w.op, "op template (see `tessel ops`)");
+  cmd->add_option("--param", w.params, "op parameter NAME=VALUE (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--suite", w.suite, "suite JSON file");
+  cmd->add_option("--case", w.case_name, "case name in the suite");
+}
+
+void check_target(const std::string& target) {
+  if (target != "llvm")
+    throw tessel::InputError("unknown --target '" + target + "' (this build supports: llvm)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // `tessel db ...` has its own parser (database/ tools).
+  if (argc >= 2 && std::string(argv[1]) == "db") {
+    std::vector<std::string> rest(argv + 2, argv + argc);
+    return tessel::run_db_command(rest, std::cout, std::cerr);
+  }
+
+  CLI::App app{"tessel: tensor-program schedules, compiled and tuned"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tessel ") + TESSEL_VERSION);
+
+  app.add_subcommand("ops", "list the op templates and their parameters");
+
+  tessel::ShowArgs show;
+  CLI::App* show_cmd = app.add_subcommand("show", "print the TE, the schedule, the lowered loop nest or LLVM IR");
+  add_workload_options(show_cmd, show.workload);
+  show_cmd->add_option("--schedule", show.schedule, "schedule JSON file, 'default' or 'none'");
+  show_cmd->add_option("--target", show.target, "llvm");
+  show_cmd->add_option("--emit", show.emit, "te | schedule | lowered | llvm")
+      ->check(CLI::IsMember({"te", "schedule", "lowered", "llvm"}));
+  show_cmd->add_flag("--dump-passes", show.dump_passes, "print the IR after every lowering pass");
+
+  tessel::CheckArgs check;
+  CLI::App* check_cmd = app.add_subcommand("check", "check schedules against the reference interpreter");
+  add_workload_options(check_cmd, check.workload);
+  check_cmd->add_option("--schedule", check.schedule, "an extra schedule JSON file to check");
+  check_cmd->add_option("--random-schedules", check.random_schedules, "also check N random schedules")
+      ->check(CLI::NonNegativeNumber);
+  check_cmd->add_option("--seed", check.seed, "seed of the first random schedule");
+  check_cmd->add_option("--target", check.target, "llvm");
+  check_cmd->add_flag("-v,--verbose", check.verbose, "print a line per schedule");
+
+  tessel::RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "build a schedule and time it");
+  add_workload_options(run_cmd, run.workload);
+  run_cmd->add_option("--schedule", run.schedule, "schedule JSON file, 'default' or 'none'");
+  run_cmd->add_option("--target", run.target, "llvm");
+  run_cmd->add_flag("--check", run.check, "also compare the result with the reference interpreter");
+  run_cmd->add_flag("--json", run.json, "print one JSON object");
+  run_cmd->add_option("--threads", run.threads, "worker threads (default: every core)")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--min-time", run.min_time_s, "seconds of samples to collect (default 0.2)")
+      ->check(CLI::PositiveNumber);
+
+  tessel::ScheduleArgs sched;
+  CLI::App* sched_cmd = app.add_subcommand("schedule", "print the default (or a random) schedule as JSON");
+  add_workload_options(sched_cmd, sched.workload);
+  sched_cmd->add_option("--random-seed", sched.random_seed, "print the random schedule of this seed");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << " (see tessel --help)\n";
+    return 2;
+  }
+
+  try {
+    if (app.got_subcommand("ops")) return tessel::cmd_ops();
+    if (app.got_subcommand("show")) return check_target(show.target), tessel::cmd_show(show);
+    if (app.got_subcommand("check")) return check_target(check.target), tessel::cmd_check(check);
+    if (app.got_subcommand("run")) return check_target(run.target), tessel::cmd_run(run);
+    if (app.got_subcommand("schedule")) return tessel::cmd_schedule(sched);
+  } catch (const tessel::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const tessel::ScheduleError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const tessel::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}

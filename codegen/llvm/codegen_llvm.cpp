@@ -1,0 +1,425 @@
+// LoweredFunc -> LLVM IR: statements and expressions.
+//
+// Shape of the output: `void name(void** args)` loads each buffer pointer from args and calls
+// `name_impl(ptr noalias align 64 p0, ...)`, which holds the loop nest. The noalias arguments tell
+// LLVM that distinct buffers never overlap (callers guarantee it, and 64-byte alignment); once the
+// inliner merges the two, the facts survive as scoped alias metadata. Loops are SSA loops (a phi per
+// loop variable) in rotated form, which is what LLVM's loop passes expect.
+#include "codegen/llvm/codegen_llvm.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/llvm/llvm_internal.h"
+#include "codegen/llvm/vector_math.h"
+#include "schedule/te/error.h"
+
+namespace tessel::llvm_backend {
+
+namespace {
+
+constexpr int64_t kMaxStackAllocationBytes = 64 * 1024;
+constexpr unsigned kBufferAlignment = 64;
+
+int64_t element_bytes(DType t) { return t == DType::Float32 ? 4 : t == DType::Int64 ? 8 : 1; }
+
+// log2(v) when `e` is the constant v = 2^k > 0 (scalar or broadcast), else -1.
+int power_of_two_log(const Expr& e) {
+  const Expr& c = e->op == ExprOp::Broadcast ? e->args[0] : e;
+  const int64_t* v = as_int(c);
+  if (!v || *v <= 0 || (*v & (*v - 1)) != 0) return -1;
+  int k = 0;
+  while ((int64_t(1) << k) != *v) ++k;
+  return k;
+}
+
+}  // namespace
+
+CodeGenLLVM::CodeGenLLVM(llvm::Module& module, const LLVMOptions& options)
+    : module_(module), ctx_(module.getContext()), options_(options), b_(module.getContext()) {
+  if (options_.fast_math) b_.setFastMathFlags(llvm::FastMathFlags::getFast());
+}
+
+llvm::Type* CodeGenLLVM::value_type(Type t) {
+  llvm::Type* elem = t.is_float() ? b_.getFloatTy() : t.is_int() ? b_.getInt64Ty() : b_.getInt1Ty();
+  return t.lanes > 1 ? llvm::FixedVectorType::get(elem, t.lanes) : elem;
+}
+
+llvm::Type* CodeGenLLVM::memory_type(DType t) {
+  return t == DType::Float32 ? b_.getFloatTy() : t == DType::Int64 ? b_.getInt64Ty() : b_.getInt8Ty();
+}
+
+const CodeGenLLVM::Buffer& CodeGenLLVM::lookup_buffer(const std::string& name) const {
+  auto it = scope_.buffers.find(name);
+  if (it == scope_.buffers.end())
+    throw CompileError("llvm codegen: buffer '" + name + "' is neither a parameter nor allocated");
+  return it->second;
+}
+
+llvm::AllocaInst* CodeGenLLVM::entry_alloca(llvm::Type* type, const std::string& name) {
+  llvm::BasicBlock& entry = scope_.function->getEntryBlock();
+  llvm::IRBuilder<> eb(&entry, entry.begin());
+  llvm::AllocaInst* a = eb.CreateAlloca(type, nullptr, name);
+  a->setAlignment(llvm::Align(kBufferAlignment));
+  return a;
+}
+
+llvm::Function* CodeGenLLVM::declare_runtime(const std::string& name, llvm::FunctionType* type) {
+  llvm::FunctionCallee callee = module_.getOrInsertFunction(name, type);
+  return llvm::cast<llvm::Function>(callee.getCallee());
+}
+
+void CodeGenLLVM::generate(const LoweredFunc& func) {
+  if (!func.body) throw CompileError("llvm codegen: function '" + func.name + "' has no body");
+  func_name_ = func.name;
+  llvm::Type* ptr = b_.getPtrTy();
+
+  std::vector<llvm::Type*> param_types(func.params.size(), ptr);
+  auto* impl_type = llvm::FunctionType::get(b_.getVoidTy(), param_types, false);
+  auto* impl = llvm::Function::Create(impl_type, llvm::Function::InternalLinkage, func.name + "_impl", module_);
+  add_target_attributes(impl);
+  scope_ = Scope{};
+  scope_.function = impl;
+  for (size_t i = 0; i < func.params.size(); ++i) {
+    llvm::Argument* arg = impl->getArg(i);
+    arg->setName(func.params[i].name);
+    arg->addAttr(llvm::Attribute::NoAlias);
+    arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(kBufferAlignment)));
+    if (!scope_.buffers.emplace(func.params[i].name, Buffer{arg, func.params[i].dtype}).second)
+      throw CompileError("llvm codegen: duplicate parameter '" + func.params[i].name + "'");
+  }
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", impl));
+  emit_stmt(func.body);
+  b_.CreateRetVoid();
+
+  auto* outer_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false);
+  auto* outer = llvm::Function::Create(outer_type, llvm::Function::ExternalLinkage, func.name, module_);
+  add_target_attributes(outer);
+  outer->getArg(0)->setName("args");
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
+  std::vector<llvm::Value*> pointers;
+  for (size_t i = 0; i < func.params.size(); ++i) {
+    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, outer->getArg(0), i);
+    pointers.push_back(b_.CreateAlignedLoad(ptr, slot, llvm::Align(8), func.params[i].name));
+  }
+  b_.CreateCall(impl, pointers);
+  b_.CreateRetVoid();
+
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  if (llvm::verifyModule(module_, &os))
+    throw CompileError("llvm codegen produced invalid IR for '" + func.name + "': " + os.str());
+}
+
+// --- statements --------------------------------------------------------------------------------
+
+void CodeGenLLVM::emit_stmt(const Stmt& s) {
+  switch (s->op) {
+    case StmtOp::For: return emit_for(s);
+    case StmtOp::Store: return emit_store(s);
+    case StmtOp::Allocate: return emit_allocate(s);
+    case StmtOp::IfThenElse: return emit_if(s);
+    case StmtOp::Seq:
+      for (const Stmt& child : s->body) emit_stmt(child);
+      return;
+    case StmtOp::Provide:
+      throw CompileError("llvm codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
+    case StmtOp::Barrier:
+      throw CompileError("llvm codegen: a GPU barrier cannot run on the CPU target");
+  }
+  throw CompileError("llvm codegen: unknown statement");
+}
+
+void CodeGenLLVM::emit_for(const Stmt& s) {
+  switch (s->for_kind) {
+    case ForKind::Serial:
+    case ForKind::Unrolled:
+      emit_serial_loop(s->var, emit_expr(s->min), emit_expr(s->extent), s->body[0],
+                       s->for_kind == ForKind::Unrolled);
+      return;
+    case ForKind::Parallel: return emit_parallel_for(s);
+    case ForKind::Vectorized:
+      throw CompileError("llvm codegen: vectorized loop '" + s->var +
+                         "' reached codegen (the vectorize pass must remove it)");
+    case ForKind::ThreadBound:
+      throw CompileError("llvm codegen: loop '" + s->var + "' is bound to GPU thread '" + s->thread_tag +
+                         "', which the CPU target cannot run");
+  }
+}
+
+void CodeGenLLVM::emit_serial_loop(const std::string& var, llvm::Value* min, llvm::Value* extent,
+                                   const Stmt& body, bool unroll) {
+  llvm::Function* fn = scope_.function;
+  llvm::Value* end = b_.CreateAdd(min, extent, var + ".end", false, true);
+  llvm::BasicBlock* preheader = b_.GetInsertBlock();
+  auto* body_block = llvm::BasicBlock::Create(ctx_, var + ".body", fn);
+  auto* exit_block = llvm::BasicBlock::Create(ctx_, var + ".exit", fn);
+  b_.CreateCondBr(b_.CreateICmpSLT(min, end), body_block, exit_block);
+
+  b_.SetInsertPoint(body_block);
+  llvm::PHINode* phi = b_.CreatePHI(b_.getInt64Ty(), 2, var);
+  phi->addIncoming(min, preheader);
+  if (!scope_.vars.emplace(var, phi).second)
+    throw CompileError("llvm codegen: loop variable '" + var + "' is defined twice");
+  emit_stmt(body);
+  scope_.vars.erase(var);
+
+  llvm::Value* next = b_.CreateAdd(phi, b_.getInt64(1), var + ".next", false, true);
+  phi->addIncoming(next, b_.GetInsertBlock());
+  llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(next, end), body_block, exit_block);
+  if (unroll) {
+    llvm::MDNode* full = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
+    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
+    loop_id->replaceOperandWith(0, loop_id);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+  }
+  b_.SetInsertPoint(exit_block);
+}
+
+void CodeGenLLVM::emit_store(const Stmt& s) {
+  const Buffer& buffer = lookup_buffer(s->buffer);
+  const Expr& index = s->indices.at(0);
+  const Expr& value_expr = s->value;
+  if (value_expr->type.dtype != buffer.dtype)
+    throw CompileError("llvm codegen: store of " + to_string(value_expr->type) + " into buffer '" + s->buffer +
+                       "' of " + to_string(buffer.dtype));
+  llvm::Value* value = emit_expr(value_expr);
+  int lanes = value_expr->type.lanes;
+  llvm::Type* mem = memory_type(buffer.dtype);
+  if (buffer.dtype == DType::Bool) value = b_.CreateZExt(value, lanes > 1 ? llvm::FixedVectorType::get(mem, lanes) : mem);
+  llvm::Align align(element_bytes(buffer.dtype));
+  if (lanes == 1) {
+    b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index)), align);
+  } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
+    b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index->args[0])), align);
+  } else {
+    // A scatter; lanes that collide (a broadcast index) keep the highest lane, like a serial loop.
+    b_.CreateMaskedScatter(value, element_pointer(buffer, emit_expr(index)), align);
+  }
+}
+
+void CodeGenLLVM::emit_allocate(const Stmt& s) {
+  int64_t elements = 1;
+  for (int64_t extent : s->extents) {
+    if (extent < 0) throw CompileError("llvm codegen: negative extent in allocation of '" + s->buffer + "'");
+    elements *= extent;
+  }
+  elements = std::max<int64_t>(elements, 1);
+  llvm::Type* mem = memory_type(s->dtype);
+  int64_t bytes = elements * element_bytes(s->dtype);
+  llvm::Value* ptr = nullptr;
+  llvm::Function* free_fn = nullptr;
+  if (bytes <= kMaxStackAllocationBytes) {
+    ptr = entry_alloca(llvm::ArrayType::get(mem, elements), s->buffer);
+  } else {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Function* alloc_fn =
+        declare_runtime("aligned_alloc", llvm::FunctionType::get(b_.getPtrTy(), {i64, i64}, false));
+    free_fn = declare_runtime("free", llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false));
+    int64_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    ptr = b_.CreateCall(alloc_fn, {b_.getInt64(kBufferAlignment), b_.getInt64(rounded)}, s->buffer);
+  }
+  if (!scope_.buffers.emplace(s->buffer, Buffer{ptr, s->dtype}).second)
+    throw CompileError("llvm codegen: buffer '" + s->buffer + "' is allocated twice");
+  emit_stmt(s->body[0]);
+  scope_.buffers.erase(s->buffer);
+  if (free_fn) b_.CreateCall(free_fn, {ptr});
+}
+
+void CodeGenLLVM::emit_if(const Stmt& s) {
+  if (s->cond->type != kBool) throw CompileError("llvm codegen: if condition is not a scalar bool");
+  llvm::Value* cond = emit_expr(s->cond);
+  llvm::Function* fn = scope_.function;
+  auto* then_block = llvm::BasicBlock::Create(ctx_, "then", fn);
+  auto* merge_block = llvm::BasicBlock::Create(ctx_, "endif", fn);
+  bool has_else = s->body.size() > 1 && s->body[1];
+  auto* else_block = has_else ? llvm::BasicBlock::Create(ctx_, "else", fn) : merge_block;
+  b_.CreateCondBr(cond, then_block, else_block);
+  b_.SetInsertPoint(then_block);
+  emit_stmt(s->body[0]);
+  b_.CreateBr(merge_block);
+  if (has_else) {
+    b_.SetInsertPoint(else_block);
+    emit_stmt(s->body[1]);
+    b_.CreateBr(merge_block);
+  }
+  b_.SetInsertPoint(merge_block);
+}
+
+// --- expressions -------------------------------------------------------------------------------
+
+llvm::Value* CodeGenLLVM::emit_expr(const Expr& e) {
+  switch (e->op) {
+    case ExprOp::IntImm:
+      return llvm::ConstantInt::get(value_type(e->type), static_cast<uint64_t>(e->int_value), true);
+    case ExprOp::FloatImm: return llvm::ConstantFP::get(value_type(e->type), e->float_value);
+    case ExprOp::Var: {
+      auto it = scope_.vars.find(e->name);
+      if (it == scope_.vars.end()) throw CompileError("llvm codegen: unknown variable '" + e->name + "'");
+      return it->second;
+    }
+    case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div: case ExprOp::FloorDiv:
+    case ExprOp::FloorMod: case ExprOp::Min: case ExprOp::Max: case ExprOp::EQ: case ExprOp::NE:
+    case ExprOp::LT: case ExprOp::LE: case ExprOp::GT: case ExprOp::GE: case ExprOp::And: case ExprOp::Or:
+      return emit_binary(e);
+    case ExprOp::Not: return b_.CreateNot(emit_expr(e->args[0]));
+    case ExprOp::Select:
+      // Eager: both sides are evaluated. Lowering only guards loads with clamped (in-bounds) indices.
+      return b_.CreateSelect(emit_expr(e->args[0]), emit_expr(e->args[1]), emit_expr(e->args[2]));
+    case ExprOp::Cast: return emit_cast(e);
+    case ExprOp::Call: {
+      std::vector<llvm::Value*> args;
+      for (const Expr& a : e->args) args.push_back(emit_expr(a));
+      return emit_math_function(b_, e->math_fn(), args);
+    }
+    case ExprOp::TensorRead:
+      throw CompileError("llvm codegen: tensor read of '" + e->name + "' reached codegen (storage not flattened)");
+    case ExprOp::Load: return emit_load(e);
+    case ExprOp::Ramp: return emit_ramp(e);
+    case ExprOp::Broadcast: return b_.CreateVectorSplat(e->type.lanes, emit_expr(e->args[0]));
+  }
+  throw CompileError(std::string("llvm codegen: unsupported expression ") + to_string(e->op));
+}
+
+llvm::Value* CodeGenLLVM::emit_binary(const Expr& e) {
+  const Type t = e->args[0]->type;
+  llvm::Value* a = emit_expr(e->args[0]);
+  llvm::Value* b = emit_expr(e->args[1]);
+  if (t.is_float()) {
+    switch (e->op) {
+      case ExprOp::Add: return b_.CreateFAdd(a, b);
+      case ExprOp::Sub: return b_.CreateFSub(a, b);
+      case ExprOp::Mul: return b_.CreateFMul(a, b);
+      case ExprOp::Div: return b_.CreateFDiv(a, b);
+      case ExprOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
+      case ExprOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+      case ExprOp::EQ: return b_.CreateFCmpOEQ(a, b);
+      case ExprOp::NE: return b_.CreateFCmpUNE(a, b);
+      case ExprOp::LT: return b_.CreateFCmpOLT(a, b);
+      case ExprOp::LE: return b_.CreateFCmpOLE(a, b);
+      case ExprOp::GT: return b_.CreateFCmpOGT(a, b);
+      case ExprOp::GE: return b_.CreateFCmpOGE(a, b);
+      default: break;
+    }
+  } else if (t.is_int()) {
+    switch (e->op) {
+      case ExprOp::Add: return b_.CreateNSWAdd(a, b);
+      case ExprOp::Sub: return b_.CreateNSWSub(a, b);
+      case ExprOp::Mul: return b_.CreateNSWMul(a, b);
+      case ExprOp::Div:  // integer Div is floor division, as `operator/` builds it
+      case ExprOp::FloorDiv:
+      case ExprOp::FloorMod: return emit_floor_div_mod(e, a, b);
+      case ExprOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
+      case ExprOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
+      case ExprOp::EQ: return b_.CreateICmpEQ(a, b);
+      case ExprOp::NE: return b_.CreateICmpNE(a, b);
+      case ExprOp::LT: return b_.CreateICmpSLT(a, b);
+      case ExprOp::LE: return b_.CreateICmpSLE(a, b);
+      case ExprOp::GT: return b_.CreateICmpSGT(a, b);
+      case ExprOp::GE: return b_.CreateICmpSGE(a, b);
+      default: break;
+    }
+  } else {
+    switch (e->op) {
+      case ExprOp::And: return b_.CreateAnd(a, b);
+      case ExprOp::Or: return b_.CreateOr(a, b);
+      case ExprOp::EQ: return b_.CreateICmpEQ(a, b);
+      case ExprOp::NE: return b_.CreateICmpNE(a, b);
+      case ExprOp::LT: return b_.CreateICmpULT(a, b);
+      case ExprOp::LE: return b_.CreateICmpULE(a, b);
+      case ExprOp::GT: return b_.CreateICmpUGT(a, b);
+      case ExprOp::GE: return b_.CreateICmpUGE(a, b);
+      default: break;
+    }
+  }
+  throw CompileError(std::string("llvm codegen: ") + to_string(e->op) + " on " + to_string(t));
+}
+
+// Floor division and modulo from the truncating instructions: when the remainder is nonzero and its
+// sign differs from the divisor's, the truncated quotient is one too large (and the remainder off by
+// one divisor). Positive power-of-two divisors become a shift and a mask.
+llvm::Value* CodeGenLLVM::emit_floor_div_mod(const Expr& e, llvm::Value* a, llvm::Value* b) {
+  bool is_div = e->op != ExprOp::FloorMod;
+  int shift = power_of_two_log(e->args[1]);
+  if (shift >= 0) {
+    llvm::Type* t = a->getType();
+    if (is_div) return b_.CreateAShr(a, llvm::ConstantInt::get(t, shift));
+    return b_.CreateAnd(a, llvm::ConstantInt::get(t, (uint64_t(1) << shift) - 1));
+  }
+  llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+  llvm::Value* rem = b_.CreateSRem(a, b);
+  llvm::Value* signs_differ = b_.CreateICmpSLT(b_.CreateXor(rem, b), zero);
+  llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero), signs_differ);
+  if (is_div) return b_.CreateSub(b_.CreateSDiv(a, b), b_.CreateZExt(adjust, a->getType()));
+  return b_.CreateAdd(rem, b_.CreateSelect(adjust, b, zero));
+}
+
+llvm::Value* CodeGenLLVM::emit_cast(const Expr& e) {
+  const Type from = e->args[0]->type;
+  const Type to = e->type;
+  llvm::Value* v = emit_expr(e->args[0]);
+  llvm::Type* target = value_type(to);
+  if (from.dtype == to.dtype) return v;
+  if (from.is_float()) {
+    if (to.is_int()) return b_.CreateFreeze(b_.CreateFPToSI(v, target));  // out of range: unspecified
+    return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (from.is_int()) {
+    if (to.is_float()) return b_.CreateSIToFP(v, target);
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (to.is_float()) return b_.CreateUIToFP(v, target);
+  return b_.CreateZExt(v, target);
+}
+
+llvm::Value* CodeGenLLVM::element_pointer(const Buffer& buffer, llvm::Value* index) {
+  return b_.CreateInBoundsGEP(memory_type(buffer.dtype), buffer.ptr, index);
+}
+
+llvm::Value* CodeGenLLVM::emit_load(const Expr& e) {
+  const Buffer& buffer = lookup_buffer(e->name);
+  if (e->type.dtype != buffer.dtype)
+    throw CompileError("llvm codegen: load of " + to_string(e->type) + " from buffer '" + e->name + "' of " +
+                       to_string(buffer.dtype));
+  const Expr& index = e->args[0];
+  int lanes = e->type.lanes;
+  llvm::Type* mem = memory_type(buffer.dtype);
+  llvm::Align align(element_bytes(buffer.dtype));
+  llvm::Value* v = nullptr;
+  if (lanes == 1) {
+    v = b_.CreateAlignedLoad(mem, element_pointer(buffer, emit_expr(index)), align);
+  } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
+    v = b_.CreateAlignedLoad(llvm::FixedVectorType::get(mem, lanes), element_pointer(buffer, emit_expr(index->args[0])),
+                             align);
+  } else if (index->op == ExprOp::Broadcast) {
+    llvm::Value* scalar = b_.CreateAlignedLoad(mem, element_pointer(buffer, emit_expr(index->args[0])), align);
+    v = b_.CreateVectorSplat(lanes, scalar);
+  } else {
+    v = b_.CreateMaskedGather(llvm::FixedVectorType::get(mem, lanes), element_pointer(buffer, emit_expr(index)),
+                              align);
+  }
+  if (buffer.dtype == DType::Bool) v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  return v;
+}
+
+llvm::Value* CodeGenLLVM::emit_ramp(const Expr& e) {
+  int lanes = e->type.lanes;
+  llvm::Value* base = b_.CreateVectorSplat(lanes, emit_expr(e->args[0]));
+  llvm::Value* stride = b_.CreateVectorSplat(lanes, emit_expr(e->args[1]));
+  std::vector<llvm::Constant*> steps;
+  for (int i = 0; i < lanes; ++i) steps.push_back(b_.getInt64(i));
+  return b_.CreateNSWAdd(base, b_.CreateNSWMul(stride, llvm::ConstantVector::get(steps)));
+}
+
+std::unique_ptr<llvm::Module> generate_module(const LoweredFunc& func, const LLVMOptions& options,
+                                              llvm::LLVMContext& context, llvm::TargetMachine& machine) {
+  auto module = std::make_unique<llvm::Module>(func.name, context);
+  module->setTargetTriple(machine.getTargetTriple().str());
+  module->setDataLayout(machine.createDataLayout());
+  CodeGenLLVM codegen(*module, options);
+  codegen.generate(func);
+  return module;
+}
+
+}  // namespace tessel::llvm_backend

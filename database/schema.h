@@ -1,0 +1,33 @@
+// The tuning log's schema, its version history and the checks run when a file is opened: is it a
+// tessel log, is it from a newer tessel, does it need migrating. Internal to database/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "database/sqlite_connection.h"
+
+namespace tessel::db {
+
+// Schema versions (PRAGMA user_version):
+//   1  workloads, targets, sessions, records (the first prototype's layout)
+//   2  adds records.checksum and the indexes for best-per-(workload, target) and duplicate lookup
+constexpr int64_t kSchemaVersion = 2;
+// PRAGMA application_id of every tessel log: the bytes "TESL". A file without it is not ours.
+constexpr int64_t kApplicationId = 0x5445534C;
+
+// Brings an open connection to a usable state or throws DatabaseError naming the file:
+// creates a new log (writable connections on an empty file), refuses foreign and newer files,
+// runs PRAGMA quick_check and migrates older schemas in one transaction (writable connections),
+// and verifies that every table and column the log reads is present.
+void prepare_schema(Connection& conn);
+
+// Problems with the schema of an open log (wrong application id or version, missing columns,
+// triggers or views that a tessel log never has). Empty when the schema is as expected.
+std::vector<std::string> schema_problems(Connection& conn);
+
+// Runs "PRAGMA quick_check" or "PRAGMA integrity_check" and returns its findings ("ok" removed).
+std::vector<std::string> pragma_check(Connection& conn, const char* pragma);
+
+}  // namespace tessel::db

@@ -1,0 +1,235 @@
+// TuningLog: opening, appending, replay queries and integrity checks. Export, import and merge are in
+// tuning_log_jsonl.cpp.
+#include "database/tuning_log.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "database/record_rows.h"
+#include "database/schema.h"
+#include "database/tuning_log_impl.h"
+
+namespace tessel {
+namespace {
+
+struct ErrorName {
+  ErrorCode code;
+  const char* name;
+};
+constexpr ErrorName kErrorNames[] = {
+    {ErrorCode::Ok, "ok"},
+    {ErrorCode::Instantiation, "instantiation"},
+    {ErrorCode::CompileHost, "compile_host"},
+    {ErrorCode::CompileDevice, "compile_device"},
+    {ErrorCode::BuildTimeout, "build_timeout"},
+    {ErrorCode::RuntimeError, "runtime_error"},
+    {ErrorCode::RunTimeout, "run_timeout"},
+    {ErrorCode::WrongAnswer, "wrong_answer"},
+    {ErrorCode::Unknown, "unknown"},
+};
+
+constexpr size_t kMaxReportedRecordProblems = 50;
+
+std::string host_name() {
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof buffer - 1) != 0) return "";
+  return buffer;
+}
+
+// Ordering shared by best_per_workload_target and export: stable across files and machines.
+const char* const kWorkloadTargetOrder =
+    " ORDER BY w.key, t.kind, t.arch, t.device_name, t.driver_version, t.toolkit_version, "
+    "t.cpu_features";
+
+// Reads every row of `stmt`; a row that fails its checksum or cannot be decoded is never returned
+// as if it were sound.
+std::vector<MeasureRecord> read_sound_records(db::Statement& stmt, const std::string& path) {
+  std::vector<MeasureRecord> result;
+  while (stmt.step()) {
+    db::RecordRow row = db::read_record_row(stmt);
+    if (row.problem) {
+      throw DatabaseError("tuning log '" + path + "': " + *row.problem + "; run `tessel db check --db " +
+                          path + "`");
+    }
+    result.push_back(std::move(row.record));
+  }
+  return result;
+}
+
+}  // namespace
+
+const char* to_string(ErrorCode code) {
+  for (const auto& entry : kErrorNames) {
+    if (entry.code == code) return entry.name;
+  }
+  return "unknown";
+}
+
+std::optional<ErrorCode> error_code_from_string(std::string_view name) {
+  for (const auto& entry : kErrorNames) {
+    if (name == entry.name) return entry.code;
+  }
+  return std::nullopt;
+}
+
+TuningLog::TuningLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TuningLog::TuningLog(TuningLog&&) noexcept = default;
+TuningLog& TuningLog::operator=(TuningLog&&) noexcept = default;
+TuningLog::~TuningLog() = default;
+
+const std::string& TuningLog::path() const { return impl_->conn.path(); }
+
+TuningLog TuningLog::open(const std::string& path, Mode mode) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) {
+    throw DatabaseError("tuning log '" + path + "' is a directory, not a file");
+  }
+  if (mode == Mode::ReadOnly && !std::filesystem::exists(status)) {
+    throw DatabaseError("tuning log '" + path + "' does not exist");
+  }
+  auto impl = std::make_unique<Impl>(path, mode == Mode::ReadOnly);
+  db::prepare_schema(impl->conn);
+  return TuningLog(std::move(impl));
+}
+
+std::vector<std::string> TuningLog::check_file(const std::string& path) {
+  try {
+    return open(path, Mode::ReadOnly).check();
+  } catch (const DatabaseError& e) {
+    return {e.what()};
+  }
+}
+
+int64_t TuningLog::begin_session(const SessionInfo& session) {
+  impl_->require_writable("begin a session");
+  SessionInfo filled = session;
+  if (filled.start_time.empty()) filled.start_time = db::utc_timestamp();
+  if (filled.host.empty()) filled.host = host_name();
+#ifdef TESSEL_VERSION
+  if (filled.tool_version.empty()) filled.tool_version = TESSEL_VERSION;
+#endif
+  db::Transaction txn(impl_->conn);
+  int64_t id = db::insert_session(impl_->conn, filled);
+  txn.commit();
+  impl_->session_id = id;
+  return id;
+}
+
+std::vector<int64_t> TuningLog::append(const std::vector<MeasureRecord>& batch) {
+  impl_->require_writable("append records");
+  bool needs_session = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (auto problem = db::validate_record(batch[i])) {
+      throw DatabaseError("tuning log '" + path() + "': cannot append record " + std::to_string(i) +
+                          " of the batch: " + *problem);
+    }
+    needs_session |= batch[i].session_id == 0;
+  }
+  if (needs_session && impl_->session_id == 0) begin_session(SessionInfo{});
+
+  std::vector<int64_t> ids;
+  ids.reserve(batch.size());
+  db::Transaction txn(impl_->conn);
+  for (const MeasureRecord& record : batch) {
+    int64_t workload = db::workload_id(impl_->conn, record.workload);
+    int64_t target = db::target_id(impl_->conn, record.target);
+    int64_t session = record.session_id != 0 ? record.session_id : impl_->session_id;
+    std::string timestamp = record.timestamp.empty() ? db::utc_timestamp() : record.timestamp;
+    ids.push_back(db::insert_record(impl_->conn, record, workload, target, session, timestamp));
+  }
+  txn.commit();
+  return ids;
+}
+
+std::optional<MeasureRecord> TuningLog::best(const std::string& workload_key,
+                                             const TargetInfo& target) const {
+  auto workload = db::find_workload(impl_->conn, workload_key);
+  auto target_row = db::find_target(impl_->conn, target);
+  if (!workload || !target_row) return std::nullopt;
+  // Only 'ok' rows qualify: a faster wrong_answer or crashed candidate must never be deployed.
+  db::Statement stmt =
+      impl_->conn.prepare((std::string(db::kRecordSelect) +
+                           " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_code = 'ok'"
+                           " ORDER BY r.median_s, r.id LIMIT 1")
+                              .c_str());
+  stmt.bind(1, *workload).bind(2, *target_row);
+  auto rows = read_sound_records(stmt, path());
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
+}
+
+std::vector<MeasureRecord> TuningLog::best_per_workload_target() const {
+  db::Statement stmt = impl_->conn.prepare(
+      (std::string("WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY workload_id, target_id "
+                   "ORDER BY median_s, id) AS place FROM records WHERE error_code = 'ok') ") +
+       db::kRecordSelect + " JOIN ranked ON ranked.id = r.id AND ranked.place = 1" + kWorkloadTargetOrder)
+          .c_str());
+  return read_sound_records(stmt, path());
+}
+
+std::vector<MeasureRecord> TuningLog::records(const std::string& workload_key,
+                                              const TargetInfo& target) const {
+  auto workload = db::find_workload(impl_->conn, workload_key);
+  auto target_row = db::find_target(impl_->conn, target);
+  if (!workload || !target_row) return {};
+  db::Statement stmt = impl_->conn.prepare(
+      (std::string(db::kRecordSelect) + " WHERE r.workload_id = ?1 AND r.target_id = ?2 ORDER BY r.id")
+          .c_str());
+  stmt.bind(1, *workload).bind(2, *target_row);
+  return read_sound_records(stmt, path());
+}
+
+TuningLog::Counts TuningLog::counts() const {
+  // One statement, so that all five numbers come from the same snapshot.
+  db::Statement stmt = impl_->conn.prepare(
+      "SELECT (SELECT count(*) FROM workloads), (SELECT count(*) FROM targets), "
+      "(SELECT count(*) FROM sessions), (SELECT count(*) FROM records), "
+      "(SELECT count(*) FROM records WHERE error_code <> 'ok')");
+  stmt.step();
+  return Counts{stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3),
+                stmt.column_int(4)};
+}
+
+std::vector<std::string> TuningLog::check() const {
+  db::Connection& conn = impl_->conn;
+  std::vector<std::string> problems;
+  try {
+    for (auto& line : db::pragma_check(conn, "PRAGMA integrity_check(100)")) {
+      problems.push_back("integrity_check: " + line);
+    }
+  } catch (const DatabaseError& e) {
+    problems.push_back(e.what());
+  }
+  // On a damaged b-tree the remaining checks would only add noise (or read garbage).
+  if (!problems.empty()) return problems;
+
+  try {
+    problems = db::schema_problems(conn);
+    if (!problems.empty()) return problems;
+
+    db::Statement foreign = conn.prepare("SELECT * FROM pragma_foreign_key_check");
+    while (foreign.step()) {
+      problems.push_back("row " + std::to_string(foreign.column_int(1)) + " of " + foreign.column_text(0) +
+                         " refers to a missing row of " + foreign.column_text(2));
+    }
+
+    db::Statement all = conn.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
+    size_t damaged = 0;
+    while (all.step()) {
+      db::RecordRow row = db::read_record_row(all);
+      if (!row.problem) continue;
+      if (++damaged <= kMaxReportedRecordProblems) problems.push_back(*row.problem);
+    }
+    if (damaged > kMaxReportedRecordProblems) {
+      problems.push_back("... and " + std::to_string(damaged - kMaxReportedRecordProblems) +
+                         " more damaged records");
+    }
+  } catch (const DatabaseError& e) {
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
+}  // namespace tessel

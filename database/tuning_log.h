@@ -1,0 +1,165 @@
+// The tuning log: every measurement a tuning session makes, kept in one SQLite file that survives
+// crashes, concurrent writers and files shared between machines. Replay (best schedule per workload
+// and target), JSON-lines export/import and merging of logs live here too.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+// Anything wrong with a log file: cannot open, damaged, from a newer tessel, not a tessel log, or a
+// record that cannot be stored. The message names the file and says what to do.
+class DatabaseError : public Error {
+ public:
+  explicit DatabaseError(const std::string& message) : Error(message) {}
+};
+
+// Outcome of one measurement. Stored by name (see to_string) so that logs stay readable and a new
+// code never shifts the meaning of old rows.
+enum class ErrorCode {
+  Ok,
+  Instantiation,  // the schedule could not be applied to the workload
+  CompileHost,    // host (LLVM) compilation failed
+  CompileDevice,  // device (NVRTC/PTX) compilation failed
+  BuildTimeout,
+  RuntimeError,  // crashed or returned an error while running
+  RunTimeout,
+  WrongAnswer,  // ran, but the output disagrees with the reference
+  Unknown,
+};
+
+const char* to_string(ErrorCode code);
+std::optional<ErrorCode> error_code_from_string(std::string_view name);
+
+// The tensor program being tuned. `key` is the structural hash that identifies it; `text` the
+// canonical TE text it was derived from.
+struct WorkloadInfo {
+  std::string key;
+  std::string text;
+  double flops = 0;
+};
+
+// Where it ran. Two targets are the same only if every field is equal; callers normalise fields
+// (e.g. leave driver_version empty) when they want records to apply across driver updates.
+struct TargetInfo {
+  std::string kind;  // "llvm", "cuda"
+  std::string arch;  // "x86-64-v3", "sm_90"
+  std::string device_name;
+  std::string driver_version;
+  std::string toolkit_version;
+  std::string cpu_features;
+};
+
+// One tuning run. `start_time` (ISO 8601 UTC) is filled in by begin_session when left empty.
+struct SessionInfo {
+  std::string label;
+  std::string options_json;
+  std::string tool_version;
+  std::string host;
+  std::string start_time;
+};
+
+// One measured candidate schedule. Doubles must be finite; an Ok record needs at least one sample.
+struct MeasureRecord {
+  WorkloadInfo workload;
+  TargetInfo target;
+  std::string trace_json;
+  std::vector<double> samples_s;  // every latency sample, in seconds
+  double median_s = 0;
+  ErrorCode error = ErrorCode::Ok;
+  std::string error_message;
+  double build_s = 0;
+  double run_s = 0;
+  std::string settings_json;  // measurement settings (repeats, warmup, flush...)
+  std::string timestamp;      // ISO 8601 UTC; filled in by append when empty
+  int64_t session_id = 0;     // 0: the session of this handle (begun on demand)
+  int64_t id = 0;             // assigned by append; ignored on input
+};
+
+// Result of import_jsonl / merge. Each error names the source and line (or record) and the problem;
+// the offending entry was skipped, every other one imported.
+struct ImportReport {
+  int64_t imported = 0;
+  int64_t duplicates = 0;  // identical records already present (see import_jsonl)
+  std::vector<std::string> errors;
+};
+
+// A handle on one log file. Many processes may write the same file at once: writes take the lock
+// with BEGIN IMMEDIATE and wait (busy timeout plus retries) instead of failing with SQLITE_BUSY.
+// Move-only; not for concurrent use from several threads.
+class TuningLog {
+ public:
+  enum class Mode { ReadOnly, ReadWrite };
+
+  // Opens `path`. ReadWrite creates a new log when the file is missing or empty, migrates an older
+  // schema in one transaction and runs PRAGMA quick_check. Throws DatabaseError (naming the path)
+  // when the file is not a tessel log, is damaged, or comes from a newer tessel.
+  static TuningLog open(const std::string& path, Mode mode);
+
+  // Opens `path` read-only and returns check()'s findings, or the reason it could not be opened.
+  // Empty means the log is sound.
+  static std::vector<std::string> check_file(const std::string& path);
+
+  TuningLog(TuningLog&&) noexcept;
+  TuningLog& operator=(TuningLog&&) noexcept;
+  ~TuningLog();
+
+  const std::string& path() const;
+
+  // Starts a session; records appended with session_id 0 belong to it. Returns its id.
+  int64_t begin_session(const SessionInfo& session);
+
+  // Stores `batch` in one BEGIN IMMEDIATE transaction and returns the new record ids, in order,
+  // only after COMMIT: once it returns, the records survive a crash of this process.
+  std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
+
+  // Replay: the Ok record with the lowest median for (workload key, target); error and
+  // wrong-answer records are never returned. nullopt when there is none (callers then say "no tuned
+  // schedule for workload K on target T"). Throws DatabaseError if the chosen record fails its
+  // checksum, so a damaged log is never silently misread.
+  std::optional<MeasureRecord> best(const std::string& workload_key, const TargetInfo& target) const;
+
+  // The best Ok record of every (workload, target) pair, ordered by workload key then target.
+  std::vector<MeasureRecord> best_per_workload_target() const;
+
+  // Every record of (workload key, target), in insertion order (for resuming and training).
+  std::vector<MeasureRecord> records(const std::string& workload_key, const TargetInfo& target) const;
+
+  struct Counts {
+    int64_t workloads = 0, targets = 0, sessions = 0, records = 0, error_records = 0;
+  };
+  Counts counts() const;
+
+  // Integrity problems: PRAGMA integrity_check, schema and foreign-key checks, per-record checksums.
+  // Empty means sound. Never throws for a damaged file; the damage is reported instead.
+  std::vector<std::string> check() const;
+
+  // JSON lines, one self-contained record per line (format version 1, see tuning_log_jsonl.cpp),
+  // ordered by workload key, target, timestamp and id so that export -> import -> export is
+  // byte-identical.
+  void export_jsonl(std::ostream& out) const;
+
+  // Imports an export. A bad line is reported as "<source_name>: line N: <problem>" and skipped.
+  // Rule for repeated imports: a record whose workload, target, trace, samples, timestamp and
+  // every other stored field equal those of a record already in the log is skipped (counted as a
+  // duplicate), so importing the same file twice adds nothing. Sessions are matched the same way.
+  ImportReport import_jsonl(std::istream& in, const std::string& source_name);
+
+  // Imports every record of another log file (opened read-only), with import_jsonl's rules.
+  ImportReport merge(const std::string& other_path);
+
+ private:
+  struct Impl;
+  explicit TuningLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessel

@@ -1,0 +1,360 @@
+// The reference interpreter. Each op body is first compiled into a small tree of Nodes whose
+// variables are slots in an int64 array and whose tensor reads carry precomputed strides, so the
+// per-element walk does no string lookups. Floats are evaluated in double, indices in int64.
+#include "schedule/interpreter/reference_interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+namespace {
+
+struct Node {
+  ExprOp op = ExprOp::IntImm;
+  bool is_float = false;
+  MathFn fn = MathFn::Exp;
+  int64_t int_value = 0;
+  double float_value = 0;
+  int slot = -1;                  // Var: index into the variable array; TensorRead: tensor index
+  std::vector<int64_t> shape;     // TensorRead: extents of the tensor read
+  std::vector<int64_t> strides;   // TensorRead: row-major strides
+  std::vector<Node> args;
+};
+
+struct TensorView {
+  std::string name;
+  const std::vector<double>* data = nullptr;
+};
+
+class Compiler {
+ public:
+  Compiler(const Operation& op, const std::map<std::string, int>& tensor_index,
+           const std::vector<std::vector<int64_t>>& shapes)
+      : op_(op), tensor_index_(tensor_index), shapes_(shapes) {
+    for (const Axis& a : op.axes) slots_[a.name] = static_cast<int>(slots_.size());
+    for (const Axis& a : op.reduce_axes) slots_[a.name] = static_cast<int>(slots_.size());
+  }
+
+  Node compile(const Expr& e) {
+    if (e->type.lanes != 1)
+      throw InputError("reference interpreter: " + op_.name + " holds a vector expression; it takes TE bodies only");
+    Node n;
+    n.op = e->op;
+    n.is_float = e->type.is_float();
+    n.int_value = e->int_value;
+    n.float_value = e->float_value;
+    switch (e->op) {
+      case ExprOp::Var: {
+        auto it = slots_.find(e->name);
+        if (it == slots_.end()) throw InputError("reference interpreter: " + op_.name + " uses unknown axis " + e->name);
+        n.slot = it->second;
+        break;
+      }
+      case ExprOp::Call:
+        n.fn = e->math_fn();
+        break;
+      case ExprOp::TensorRead: {
+        auto it = tensor_index_.find(e->name);
+        if (it == tensor_index_.end())
+          throw InputError("reference interpreter: " + op_.name + " reads unknown tensor " + e->name);
+        n.slot = it->second;
+        n.shape = shapes_[it->second];
+        n.strides.assign(n.shape.size(), 1);
+        for (int d = static_cast<int>(n.shape.size()) - 2; d >= 0; --d) n.strides[d] = n.strides[d + 1] * n.shape[d + 1];
+        break;
+      }
+      case ExprOp::Load: case ExprOp::Ramp: case ExprOp::Broadcast:
+        throw InputError("reference interpreter: " + op_.name + " holds a " + to_string(e->op) +
+                         " node; it takes TE bodies only");
+      default:
+        break;
+    }
+    for (const Expr& a : e->args) n.args.push_back(compile(a));
+    return n;
+  }
+
+ private:
+  const Operation& op_;
+  const std::map<std::string, int>& tensor_index_;
+  const std::vector<std::vector<int64_t>>& shapes_;
+  std::map<std::string, int> slots_;
+};
+
+int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0) throw InputError("reference interpreter: integer division by zero");
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+
+class Evaluator {
+ public:
+  Evaluator(const std::vector<TensorView>& tensors, const int64_t* vars) : tensors_(tensors), vars_(vars) {}
+
+  // Float-typed nodes.
+  double real(const Node& n) const {
+    switch (n.op) {
+      case ExprOp::FloatImm: return n.float_value;
+      case ExprOp::Add: return real(n.args[0]) + real(n.args[1]);
+      case ExprOp::Sub: return real(n.args[0]) - real(n.args[1]);
+      case ExprOp::Mul: return real(n.args[0]) * real(n.args[1]);
+      case ExprOp::Div: return real(n.args[0]) / real(n.args[1]);
+      case ExprOp::Min: return std::fmin(real(n.args[0]), real(n.args[1]));
+      case ExprOp::Max: return std::fmax(real(n.args[0]), real(n.args[1]));
+      case ExprOp::Select: return integer(n.args[0]) ? real(n.args[1]) : real(n.args[2]);
+      case ExprOp::Cast: return n.args[0].is_float ? real(n.args[0]) : static_cast<double>(integer(n.args[0]));
+      case ExprOp::TensorRead: return read(n);
+      case ExprOp::Call: return call(n);
+      default:
+        throw InputError(std::string("reference interpreter: unsupported float node ") + to_string(n.op));
+    }
+  }
+
+  // Int64- and Bool-typed nodes (Bool as 0 / 1).
+  int64_t integer(const Node& n) const {
+    switch (n.op) {
+      case ExprOp::IntImm: return n.int_value;
+      case ExprOp::Var: return vars_[n.slot];
+      case ExprOp::Add: return integer(n.args[0]) + integer(n.args[1]);
+      case ExprOp::Sub: return integer(n.args[0]) - integer(n.args[1]);
+      case ExprOp::Mul: return integer(n.args[0]) * integer(n.args[1]);
+      case ExprOp::FloorDiv: case ExprOp::Div: return floor_div(integer(n.args[0]), integer(n.args[1]));
+      case ExprOp::FloorMod: return floor_mod(integer(n.args[0]), integer(n.args[1]));
+      case ExprOp::Min: return std::min(integer(n.args[0]), integer(n.args[1]));
+      case ExprOp::Max: return std::max(integer(n.args[0]), integer(n.args[1]));
+      case ExprOp::EQ: case ExprOp::NE: case ExprOp::LT: case ExprOp::LE: case ExprOp::GT: case ExprOp::GE:
+        return compare(n);
+      case ExprOp::And: return integer(n.args[0]) && integer(n.args[1]);
+      case ExprOp::Or: return integer(n.args[0]) || integer(n.args[1]);
+      case ExprOp::Not: return !integer(n.args[0]);
+      case ExprOp::Select: return integer(n.args[0]) ? integer(n.args[1]) : integer(n.args[2]);
+      case ExprOp::Cast:
+        return n.args[0].is_float ? static_cast<int64_t>(real(n.args[0])) : integer(n.args[0]);
+      default:
+        throw InputError(std::string("reference interpreter: unsupported integer node ") + to_string(n.op));
+    }
+  }
+
+ private:
+  int64_t compare(const Node& n) const {
+    const Node& a = n.args[0];
+    const Node& b = n.args[1];
+    if (a.is_float) {
+      double x = real(a), y = real(b);
+      switch (n.op) {
+        case ExprOp::EQ: return x == y;
+        case ExprOp::NE: return x != y;
+        case ExprOp::LT: return x < y;
+        case ExprOp::LE: return x <= y;
+        case ExprOp::GT: return x > y;
+        default: return x >= y;
+      }
+    }
+    int64_t x = integer(a), y = integer(b);
+    switch (n.op) {
+      case ExprOp::EQ: return x == y;
+      case ExprOp::NE: return x != y;
+      case ExprOp::LT: return x < y;
+      case ExprOp::LE: return x <= y;
+      case ExprOp::GT: return x > y;
+      default: return x >= y;
+    }
+  }
+
+  double read(const Node& n) const {
+    int64_t flat = 0;
+    for (size_t d = 0; d < n.args.size(); ++d) {
+      int64_t i = integer(n.args[d]);
+      if (i < 0 || i >= n.shape[d]) out_of_bounds(n);
+      flat += i * n.strides[d];
+    }
+    return (*tensors_[n.slot].data)[flat];
+  }
+
+  [[noreturn]] void out_of_bounds(const Node& n) const {
+    std::ostringstream msg;
+    msg << "reference interpreter: out-of-bounds read of " << tensors_[n.slot].name << "[";
+    for (size_t d = 0; d < n.args.size(); ++d) msg << (d ? ", " : "") << integer(n.args[d]);
+    msg << "]; its shape is [";
+    for (size_t d = 0; d < n.shape.size(); ++d) msg << (d ? ", " : "") << n.shape[d];
+    msg << "] (a broken op template?)";
+    throw InputError(msg.str());
+  }
+
+  double call(const Node& n) const {
+    double x = real(n.args[0]);
+    switch (n.fn) {
+      case MathFn::Exp: return std::exp(x);
+      case MathFn::Log: return std::log(x);
+      case MathFn::Sqrt: return std::sqrt(x);
+      case MathFn::Rsqrt: return 1.0 / std::sqrt(x);
+      case MathFn::Tanh: return std::tanh(x);
+      case MathFn::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+      case MathFn::Erf: return std::erf(x);
+      case MathFn::Abs: return std::fabs(x);
+      case MathFn::Pow: return std::pow(x, real(n.args[1]));
+    }
+    return 0;
+  }
+
+  const std::vector<TensorView>& tensors_;
+  const int64_t* vars_;
+};
+
+// Advances the odometer `idx` over `axes` starting at `first`; false once it wraps around.
+bool advance(std::vector<int64_t>& vars, size_t first, const std::vector<Axis>& axes) {
+  for (size_t d = axes.size(); d-- > 0;) {
+    if (++vars[first + d] < axes[d].extent) return true;
+    vars[first + d] = 0;
+  }
+  return false;
+}
+
+void evaluate_op(const Operation& op, const Node& body, const std::vector<TensorView>& tensors,
+                 std::vector<double>& out) {
+  out.assign(static_cast<size_t>(op.num_elements()), 0.0);
+  std::vector<int64_t> vars(op.axes.size() + op.reduce_axes.size(), 0);
+  Evaluator eval(tensors, vars.data());
+  size_t reduce_first = op.axes.size();
+  auto value = [&] { return body.is_float ? eval.real(body) : static_cast<double>(eval.integer(body)); };
+  for (size_t flat = 0; flat < out.size(); ++flat) {
+    if (op.reduce == ReduceKind::None) {
+      out[flat] = value();
+    } else {
+      double acc = reduce_init(op.reduce);
+      for (size_t d = reduce_first; d < vars.size(); ++d) vars[d] = 0;
+      do {
+        double v = value();
+        switch (op.reduce) {
+          case ReduceKind::Sum: acc += v; break;
+          case ReduceKind::Max: acc = std::fmax(acc, v); break;
+          case ReduceKind::Min: acc = std::fmin(acc, v); break;
+          case ReduceKind::None: break;
+        }
+      } while (advance(vars, reduce_first, op.reduce_axes));
+      out[flat] = acc;
+    }
+    advance(vars, 0, op.axes);
+  }
+}
+
+std::string format_index(const Operation& op, int64_t flat) {
+  std::vector<int64_t> idx(op.shape.size(), 0);
+  for (size_t d = op.shape.size(); d-- > 0;) {
+    idx[d] = flat % op.shape[d];
+    flat /= op.shape[d];
+  }
+  std::string s = op.name + "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s.precision(9);
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& inputs) {
+  const std::vector<Operation>& ops = dag.ops();
+  std::map<std::string, int> tensor_index;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Operation& op : ops) {
+    tensor_index[op.name] = static_cast<int>(shapes.size());
+    shapes.push_back(op.shape);
+  }
+
+  // Placeholders converted to double once; computed tensors filled in op order.
+  std::vector<std::vector<double>> storage(ops.size());
+  std::vector<TensorView> views(ops.size());
+  ReferenceTensors results;
+  for (size_t t = 0; t < ops.size(); ++t) {
+    const Operation& op = ops[t];
+    views[t].name = op.name;
+    if (!op.is_placeholder) continue;
+    auto it = inputs.find(op.name);
+    if (it == inputs.end()) throw InputError("reference interpreter: no value given for input " + op.name);
+    if (static_cast<int64_t>(it->second.size()) != op.num_elements())
+      throw InputError("reference interpreter: input " + op.name + " has " + std::to_string(it->second.size()) +
+                       " elements; its shape needs " + std::to_string(op.num_elements()));
+    storage[t].assign(it->second.begin(), it->second.end());
+    views[t].data = &storage[t];
+  }
+  for (size_t t = 0; t < ops.size(); ++t) {
+    const Operation& op = ops[t];
+    if (op.is_placeholder) continue;
+    Node body = Compiler(op, tensor_index, shapes).compile(op.body);
+    evaluate_op(op, body, views, storage[t]);
+    views[t].data = &storage[t];
+  }
+  for (size_t t = 0; t < ops.size(); ++t)
+    if (!ops[t].is_placeholder) results[ops[t].name] = std::move(storage[t]);
+  return results;
+}
+
+HostTensors make_random_inputs(const ComputeDAG& dag, uint64_t seed) {
+  // splitmix64, one stream per placeholder (seeded by position), so adding a tensor does not shift
+  // the values of the ones before it.
+  HostTensors out;
+  uint64_t stream = 0;
+  for (const Operation& op : dag.ops()) {
+    if (!op.is_placeholder) continue;
+    uint64_t state = seed * 0x9E3779B97F4A7C15ULL + (++stream) * 0xD1B54A32D192ED03ULL;
+    std::vector<float> values(static_cast<size_t>(op.num_elements()));
+    for (float& v : values) {
+      uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      z ^= z >> 31;
+      // 24 random bits: exactly representable in float, uniform on [-1, 1) in steps of 2^-23.
+      v = static_cast<float>(static_cast<double>(z >> 40) * (1.0 / 8388608.0) - 1.0);
+    }
+    out[op.name] = std::move(values);
+  }
+  return out;
+}
+
+CompareResult compare_with_reference(const Operation& op, const std::vector<float>& got,
+                                     const std::vector<double>& want, double rtol, double atol) {
+  if (static_cast<int64_t>(want.size()) != op.num_elements() || got.size() != want.size())
+    throw InputError("compare_with_reference: " + op.name + " has " + std::to_string(op.num_elements()) +
+                     " elements, got " + std::to_string(got.size()) + " results and " +
+                     std::to_string(want.size()) + " reference values");
+  double scale = 1.0;
+  for (double w : want)
+    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+
+  CompareResult result;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double g = got[i], w = want[i];
+    bool ok;
+    if (std::isnan(w)) {
+      ok = std::isnan(g);
+    } else if (std::isinf(w)) {
+      ok = g == w;
+    } else if (!std::isfinite(g)) {
+      ok = false;
+      result.max_abs_error = INFINITY;
+    } else {
+      double err = std::fabs(g - w);
+      result.max_abs_error = std::max(result.max_abs_error, err);
+      ok = err <= atol * scale + rtol * std::fabs(w);
+    }
+    if (ok) continue;
+    if (result.mismatches++ == 0)
+      result.first_mismatch = format_index(op, static_cast<int64_t>(i)) + ": got " + format_number(g) + ", want " +
+                              format_number(w);
+  }
+  return result;
+}
+
+}  // namespace tessel

@@ -1,0 +1,372 @@
+// Behaviour of the tuning log: storing and replaying records, hostile text, JSON-lines round trips,
+// import errors, merging and schema migrations.
+#include "database/tuning_log.h"
+
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/database/test_support.h"
+
+using namespace tessel;
+using namespace tessel::testing;
+
+namespace {
+
+// Runs SQL on a log behind the TuningLog's back, as another program (or damage) would.
+void raw_exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* message = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  std::string text = message ? message : "";
+  sqlite3_free(message);
+  sqlite3_close(db);
+  INFO(text);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+void require_same(const MeasureRecord& a, const MeasureRecord& b) {
+  CHECK(a.workload.key == b.workload.key);
+  CHECK(a.workload.text == b.workload.text);
+  CHECK(a.workload.flops == b.workload.flops);
+  CHECK(a.target.kind == b.target.kind);
+  CHECK(a.target.arch == b.target.arch);
+  CHECK(a.target.device_name == b.target.device_name);
+  CHECK(a.target.driver_version == b.target.driver_version);
+  CHECK(a.target.toolkit_version == b.target.toolkit_version);
+  CHECK(a.target.cpu_features == b.target.cpu_features);
+  CHECK(a.trace_json == b.trace_json);
+  CHECK(a.samples_s == b.samples_s);
+  CHECK(a.median_s == b.median_s);
+  CHECK(a.error == b.error);
+  CHECK(a.error_message == b.error_message);
+  CHECK(a.build_s == b.build_s);
+  CHECK(a.run_s == b.run_s);
+  CHECK(a.settings_json == b.settings_json);
+}
+
+std::string hostile(const std::string& tag) {
+  return tag + R"( '"; DROP TABLE records; -- /* comment */ ' OR 1=1; ")" + "\\n\\\" \t\r\n" +
+         "héllo wörld — 世界 🚀 " + tag;
+}
+
+}  // namespace
+
+TEST_CASE("error codes are stored by name and parsed back", "[database]") {
+  const ErrorCode all[] = {
+      ErrorCode::Ok,           ErrorCode::Instantiation, ErrorCode::CompileHost, ErrorCode::CompileDevice,
+      ErrorCode::BuildTimeout, ErrorCode::RuntimeError,  ErrorCode::RunTimeout,  ErrorCode::WrongAnswer,
+      ErrorCode::Unknown};
+  for (ErrorCode code : all) CHECK(error_code_from_string(to_string(code)) == code);
+  CHECK(std::string(to_string(ErrorCode::WrongAnswer)) == "wrong_answer");
+  CHECK(std::string(to_string(ErrorCode::CompileDevice)) == "compile_device");
+  CHECK_FALSE(error_code_from_string("OK").has_value());
+  CHECK_FALSE(error_code_from_string("").has_value());
+}
+
+TEST_CASE("appended records come back exactly, with counts", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
+  log.begin_session({"unit test", R"({"trials":10})", "0.1.0", "host-a", ""});
+  std::vector<MeasureRecord> batch = {make_record("mm", 1.0 / 3.0), make_record("mm", 2e-7),
+                                      make_record("mm", 1e-3, ErrorCode::RunTimeout)};
+  batch[1].samples_s = {2e-7, 2.0000000000000004e-7, 1.9999999999999998e-7};
+  auto ids = log.append(batch);
+  REQUIRE(ids.size() == 3);
+  CHECK(ids[0] < ids[1]);
+
+  auto stored = log.records("mm", cpu_target());
+  REQUIRE(stored.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    require_same(stored[i], batch[i]);
+    CHECK(stored[i].id == ids[i]);
+    CHECK(stored[i].timestamp.size() == 24);  // filled in: 2024-05-01T12:34:56.789Z
+  }
+  auto counts = log.counts();
+  CHECK(counts.workloads == 1);
+  CHECK(counts.targets == 1);
+  CHECK(counts.sessions == 1);
+  CHECK(counts.records == 3);
+  CHECK(counts.error_records == 1);
+  CHECK(log.check().empty());
+  CHECK(log.records("mm", gpu_target()).empty());
+}
+
+TEST_CASE("best() returns the fastest ok record, never an error or wrong answer", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
+  log.append({make_record("mm", 3e-3), make_record("mm", 1.5e-3), make_record("mm", 2e-3)});
+  // Faster, but wrong or failed: must never be replayed.
+  log.append({make_record("mm", 1e-4, ErrorCode::WrongAnswer),
+              make_record("mm", 1e-5, ErrorCode::RuntimeError), make_record("mm", 0, ErrorCode::CompileHost),
+              make_record("mm", 1e-6, ErrorCode::Unknown)});
+  log.append({make_record("mm", 1e-3, ErrorCode::Ok, gpu_target())});
+  log.append({make_record("conv", 1e-4, ErrorCode::WrongAnswer)});  // only invalid records
+
+  auto best = log.best("mm", cpu_target());
+  REQUIRE(best.has_value());
+  CHECK(best->median_s == 1.5e-3);
+  CHECK(best->error == ErrorCode::Ok);
+  CHECK(log.best("mm", gpu_target())->median_s == 1e-3);
+  CHECK_FALSE(log.best("conv", cpu_target()).has_value());
+  CHECK_FALSE(log.best("no-such-workload", cpu_target()).has_value());
+  TargetInfo other_driver = gpu_target();
+  other_driver.driver_version = "560.00";
+  CHECK_FALSE(log.best("mm", other_driver).has_value());
+
+  auto all = log.best_per_workload_target();
+  REQUIRE(all.size() == 2);  // (mm, llvm) and (mm, cuda); conv has no valid record
+  CHECK(all[0].target.kind == "cuda");
+  CHECK(all[0].median_s == 1e-3);
+  CHECK(all[1].target.kind == "llvm");
+  CHECK(all[1].median_s == 1.5e-3);
+}
+
+TEST_CASE("hostile text round-trips byte for byte", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
+  std::string megabyte;
+  megabyte.reserve(1 << 20);
+  for (int i = 0; megabyte.size() < (1u << 20); ++i) megabyte += hostile(std::to_string(i));
+
+  SessionInfo session{hostile("label"), hostile("options"), hostile("version"), hostile("host"), ""};
+  log.begin_session(session);
+  MeasureRecord r = make_record(hostile("key"), 1e-3);
+  r.workload.text = megabyte;
+  r.target = {hostile("kind"),   hostile("arch"),    hostile("device"),
+              hostile("driver"), hostile("toolkit"), hostile("features")};
+  r.trace_json = megabyte + "trace";
+  r.error_message = hostile("message");
+  r.settings_json = hostile("settings");
+  MeasureRecord failed = r;
+  failed.error = ErrorCode::CompileDevice;
+  failed.error_message = megabyte + "error";
+  log.append({r, failed});
+
+  auto stored = log.records(r.workload.key, r.target);
+  REQUIRE(stored.size() == 2);
+  require_same(stored[0], r);
+  require_same(stored[1], failed);
+  REQUIRE(log.best(r.workload.key, r.target).has_value());
+  require_same(*log.best(r.workload.key, r.target), r);
+  CHECK(log.counts().records == 2);  // the "DROP TABLE" text did nothing
+
+  std::string exported = export_to_string(log);
+  auto first_line = nlohmann::json::parse(exported.substr(0, exported.find('\n')));
+  CHECK(first_line["session"]["label"] == session.label);
+  CHECK(first_line["session"]["options_json"] == session.options_json);
+
+  auto copy = TuningLog::open(dir.file("copy.db"), TuningLog::Mode::ReadWrite);
+  std::istringstream in(exported);
+  auto report = copy.import_jsonl(in, "export.jsonl");
+  CHECK(report.errors.empty());
+  CHECK(report.imported == 2);
+  auto imported = copy.records(r.workload.key, r.target);
+  REQUIRE(imported.size() == 2);
+  require_same(imported[0], r);
+  require_same(imported[1], failed);
+  CHECK(export_to_string(copy) == exported);
+}
+
+TEST_CASE("export, import into a fresh log, export again is byte-identical", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("a.db"), TuningLog::Mode::ReadWrite);
+  log.begin_session({"first", "{}", "0.1.0", "host-a", "2024-01-01T00:00:00.000Z"});
+  for (int i = 0; i < 20; ++i) {
+    auto r =
+        make_record(i % 3 ? "mm" : "conv", (i + 1) / 7.0 * 1e-3,
+                    i % 5 == 0 ? ErrorCode::WrongAnswer : ErrorCode::Ok, i % 2 ? cpu_target() : gpu_target());
+    r.timestamp = "2024-01-01T00:00:0" + std::to_string(i % 4) + ".000Z";  // ties on purpose
+    r.trace_json = R"({"i":)" + std::to_string(i) + "}";
+    log.append({r});
+  }
+  log.begin_session({"second", R"({"x":1})", "0.1.0", "host-b", "2024-02-01T00:00:00.000Z"});
+  log.append({make_record("gemv", 0.1 + 0.2), make_record("gemv", 1e-300, ErrorCode::BuildTimeout)});
+
+  std::string first = export_to_string(log);
+  CHECK(std::count(first.begin(), first.end(), '\n') == 22);
+
+  auto fresh = TuningLog::open(dir.file("b.db"), TuningLog::Mode::ReadWrite);
+  std::istringstream in(first);
+  auto report = fresh.import_jsonl(in, "a.jsonl");
+  CHECK(report.errors.empty());
+  CHECK(report.imported == 22);
+  CHECK(export_to_string(fresh) == first);
+  CHECK(fresh.counts().sessions == 2);
+
+  // The duplicate rule: importing the same export again adds nothing.
+  std::istringstream again(first);
+  auto second = fresh.import_jsonl(again, "a.jsonl");
+  CHECK(second.imported == 0);
+  CHECK(second.duplicates == 22);
+  CHECK(fresh.counts().records == 22);
+  CHECK(export_to_string(fresh) == first);
+}
+
+TEST_CASE("a bad line is reported with its line number and the good lines import", "[database]") {
+  ScratchDir dir;
+  auto source = TuningLog::open(dir.file("a.db"), TuningLog::Mode::ReadWrite);
+  source.append({make_record("mm", 1e-3), make_record("conv", 2e-3)});
+  std::string good = export_to_string(source);
+  std::string line1 = good.substr(0, good.find('\n'));
+  std::string line2 = good.substr(good.find('\n') + 1);
+  line2.pop_back();
+
+  auto without = [](std::string line, const std::string& field) {
+    auto j = nlohmann::json::parse(line);
+    j.erase(field);
+    return j.dump();
+  };
+  auto with = [](std::string line, const std::string& field, nlohmann::json value) {
+    auto j = nlohmann::json::parse(line);
+    j[field] = value;
+    return j.dump();
+  };
+  std::string input = line1 + "\n" +                             // 1 good
+                      "{not json\n" +                            // 2
+                      without(line1, "trace_json") + "\n" +      // 3
+                      "\n" +                                     // 4 blank: ignored
+                      with(line1, "v", 2) + "\n" +               // 5
+                      with(line1, "samples_s", "fast") + "\n" +  // 6
+                      with(line1, "error", "exploded") + "\n" +  // 7
+                      "[1,2,3]\r\n" +                            // 8
+                      line2 + "\n";                              // 9 good
+
+  auto log = TuningLog::open(dir.file("b.db"), TuningLog::Mode::ReadWrite);
+  std::istringstream in(input);
+  auto report = log.import_jsonl(in, "shared.jsonl");
+  CHECK(report.imported == 2);
+  REQUIRE(report.errors.size() == 6);
+  CHECK_THAT(report.errors[0], Catch::StartsWith("shared.jsonl: line 2: invalid JSON"));
+  CHECK(report.errors[1] == "shared.jsonl: line 3: missing field 'trace_json'");
+  CHECK_THAT(report.errors[2], Catch::StartsWith("shared.jsonl: line 5: unsupported format version 2"));
+  CHECK(report.errors[3] == "shared.jsonl: line 6: field 'samples_s' must be an array of numbers");
+  CHECK(report.errors[4] == "shared.jsonl: line 7: unknown error code 'exploded'");
+  CHECK(report.errors[5] == "shared.jsonl: line 8: not a JSON object");
+  CHECK(log.best("mm", cpu_target()).has_value());
+  CHECK(log.best("conv", cpu_target()).has_value());
+}
+
+TEST_CASE("merging logs imports every record once", "[database]") {
+  ScratchDir dir;
+  auto a = TuningLog::open(dir.file("a.db"), TuningLog::Mode::ReadWrite);
+  a.append({make_record("mm", 2e-3), make_record("mm", 1e-3, ErrorCode::WrongAnswer)});
+  {
+    auto b = TuningLog::open(dir.file("b.db"), TuningLog::Mode::ReadWrite);
+    b.append({make_record("mm", 1.5e-3), make_record("conv", 1e-3, ErrorCode::Ok, gpu_target())});
+  }
+  auto report = a.merge(dir.file("b.db"));
+  CHECK(report.errors.empty());
+  CHECK(report.imported == 2);
+  CHECK(a.counts().records == 4);
+  CHECK(a.counts().sessions == 2);
+  CHECK(a.best("mm", cpu_target())->median_s == 1.5e-3);
+  auto again = a.merge(dir.file("b.db"));
+  CHECK(again.imported == 0);
+  CHECK(again.duplicates == 2);
+  CHECK(a.check().empty());
+  CHECK_THROWS_AS(a.merge(dir.file("missing.db")), DatabaseError);
+}
+
+TEST_CASE("invalid records and misuse are refused with clear errors", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
+  auto nan = make_record("mm", std::nan(""));
+  CHECK_THROWS_WITH(log.append({nan}), Catch::Contains("median_s is not finite"));
+  auto bad_utf8 = make_record("mm", 1e-3);
+  bad_utf8.trace_json = "\xff\xfe";
+  CHECK_THROWS_WITH(log.append({bad_utf8}), Catch::Contains("'trace_json' is not valid UTF-8"));
+  auto no_samples = make_record("mm", 1e-3);
+  no_samples.samples_s.clear();
+  CHECK_THROWS_AS(log.append({no_samples}), DatabaseError);
+  log.append({make_record("mm", 1e-3)});
+  auto other_text = make_record("mm", 1e-3);
+  other_text.workload.text = "something else";
+  CHECK_THROWS_WITH(log.append({other_text}), Catch::Contains("already stored with a different text"));
+  CHECK(log.counts().records == 1);  // a failed batch stores nothing
+
+  auto reader = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadOnly);
+  CHECK_THROWS_WITH(reader.append({make_record("mm", 1e-3)}), Catch::Contains("read-only"));
+  CHECK_THROWS_WITH(TuningLog::open(dir.file("absent.db"), TuningLog::Mode::ReadOnly),
+                    Catch::Contains("does not exist"));
+}
+
+TEST_CASE("content damage that SQLite cannot see is caught by the record checksum", "[database]") {
+  ScratchDir dir;
+  std::string path = dir.file("log.db");
+  {
+    auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
+    log.append({make_record("mm", 1e-3), make_record("mm", 2e-3)});
+  }
+  raw_exec(path, "UPDATE records SET trace_json = '[{\"step\":\"split\",\"factor\":64}]' WHERE id = 1");
+  raw_exec(path, "UPDATE records SET error_message = CAST(X'C0FF' AS TEXT) WHERE id = 2");
+  auto log = TuningLog::open(path, TuningLog::Mode::ReadOnly);
+  auto problems = log.check();
+  REQUIRE(problems.size() == 2);
+  CHECK_THAT(problems[0], Catch::Contains("record 1") && Catch::Contains("checksum"));
+  CHECK_THAT(problems[1], Catch::Contains("record 2") && Catch::Contains("not valid UTF-8"));
+  CHECK_THROWS_WITH(log.best("mm", cpu_target()), Catch::Contains("checksum"));
+  std::ostringstream out;
+  CHECK_THROWS_AS(log.export_jsonl(out), DatabaseError);
+}
+
+TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[database]") {
+  ScratchDir dir;
+  SECTION("newer") {
+    std::string path = dir.file("new.db");
+    TuningLog::open(path, TuningLog::Mode::ReadWrite).append({make_record("mm", 1e-3)});
+    raw_exec(path, "PRAGMA user_version = 7");
+    for (auto mode : {TuningLog::Mode::ReadOnly, TuningLog::Mode::ReadWrite}) {
+      CHECK_THROWS_WITH(TuningLog::open(path, mode), Catch::Contains("schema version 7") &&
+                                                         Catch::Contains("up to 2") && Catch::Contains(path));
+    }
+  }
+  SECTION("older") {
+    // Schema version 1 as the first prototype wrote it: no checksums, no indexes.
+    std::string path = dir.file("old.db");
+    raw_exec(
+        path,
+        "PRAGMA application_id = 1413829452;"
+        "CREATE TABLE workloads (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,"
+        "  text TEXT NOT NULL, flops REAL NOT NULL);"
+        "CREATE TABLE targets (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, arch TEXT NOT NULL,"
+        "  device_name TEXT NOT NULL, driver_version TEXT NOT NULL, toolkit_version TEXT NOT NULL,"
+        "  cpu_features TEXT NOT NULL,"
+        "  UNIQUE (kind, arch, device_name, driver_version, toolkit_version, cpu_features));"
+        "CREATE TABLE sessions (id INTEGER PRIMARY KEY, start_time TEXT NOT NULL,"
+        "  options_json TEXT NOT NULL, tool_version TEXT NOT NULL, host TEXT NOT NULL, label TEXT NOT NULL);"
+        "CREATE TABLE records (id INTEGER PRIMARY KEY, workload_id INTEGER NOT NULL REFERENCES workloads(id),"
+        "  target_id INTEGER NOT NULL REFERENCES targets(id), session_id INTEGER NOT NULL REFERENCES "
+        "sessions(id),"
+        "  trace_json TEXT NOT NULL, samples_json TEXT NOT NULL, median_s REAL NOT NULL,"
+        "  error_code TEXT NOT NULL, error_message TEXT NOT NULL, build_s REAL NOT NULL,"
+        "  run_s REAL NOT NULL, settings_json TEXT NOT NULL, timestamp TEXT NOT NULL);"
+        "INSERT INTO workloads VALUES (1, 'mm', 'compute mm', 2e9);"
+        "INSERT INTO targets VALUES (1, 'llvm', 'x86-64-v3', 'Test CPU', '', '19.1', '+avx2');"
+        "INSERT INTO sessions VALUES (1, '2023-06-01T00:00:00.000Z', '{}', '0.0.1', 'old-host', 'old');"
+        "INSERT INTO records VALUES (1, 1, 1, 1, '[]', '[0.002,0.001,0.003]', 0.002, 'ok', '', 1, 2, '{}',"
+        "  '2023-06-01T00:00:01.000Z');"
+        "INSERT INTO records VALUES (2, 1, 1, 1, '[]', '[0.0005]', 0.0005, 'wrong_answer', 'bad', 1, 2, '{}',"
+        "  '2023-06-01T00:00:02.000Z');"
+        "PRAGMA user_version = 1;");
+    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
+                      Catch::Contains("schema version 1") && Catch::Contains("migrate"));
+    {
+      auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
+      CHECK(log.check().empty());
+      TargetInfo old_target{"llvm", "x86-64-v3", "Test CPU", "", "19.1", "+avx2"};
+      auto best = log.best("mm", old_target);
+      REQUIRE(best.has_value());
+      CHECK(best->median_s == 0.002);
+      CHECK(best->samples_s == std::vector<double>{0.002, 0.001, 0.003});
+      log.append({make_record("mm2", 1e-3)});
+    }
+    auto reader = TuningLog::open(path, TuningLog::Mode::ReadOnly);  // now current: read-only is fine
+    CHECK(reader.counts().records == 3);
+    CHECK(reader.check().empty());
+  }
+}

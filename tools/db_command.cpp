@@ -1,0 +1,258 @@
+// `tessel db` subcommands: thin argument handling and formatting over database/tuning_log.h.
+#include "tools/db_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+
+#include "database/tuning_log.h"
+
+namespace tessel {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tessel db <command> --db PATH [options]\n"
+    "  info    --db PATH [--json]      counts of workloads, targets, sessions, records, errors\n"
+    "  best    --db PATH [--json]      best valid record per (workload, target)\n"
+    "  check   --db PATH               integrity check; exit 1 when the log is damaged\n"
+    "  export  --db PATH [-o FILE]     JSON lines to FILE (default: standard output)\n"
+    "  import  --db PATH FILE...       add the records of JSON-lines files\n"
+    "  merge   --db PATH OTHER...      add every record of other log files\n"
+    "  migrate --db PATH               upgrade an older log to the current schema\n";
+
+// A bad command line or an unusable file: reported as "error: ..." with exit code 2.
+struct UsageError {
+  std::string message;
+};
+
+struct Arguments {
+  std::string command;
+  std::string db;
+  std::optional<std::string> output;
+  bool json = false;
+  std::vector<std::string> files;
+};
+
+Arguments parse(const std::vector<std::string>& args) {
+  if (args.empty()) throw UsageError{"tessel db: missing command\n" + std::string(kUsage)};
+  Arguments parsed;
+  parsed.command = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&](const char* flag) {
+      if (i + 1 >= args.size())
+        throw UsageError{"tessel db " + parsed.command + ": " + flag + " needs a value"};
+      return args[++i];
+    };
+    if (arg == "--db") {
+      parsed.db = value("--db");
+    } else if (arg == "-o" || arg == "--output") {
+      parsed.output = value("-o");
+    } else if (arg == "--json") {
+      parsed.json = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError{"tessel db " + parsed.command + ": unknown option '" + arg + "'"};
+    } else {
+      parsed.files.push_back(arg);
+    }
+  }
+  return parsed;
+}
+
+void expect_no_files(const Arguments& a) {
+  if (!a.files.empty()) {
+    throw UsageError{"tessel db " + a.command + ": unexpected argument '" + a.files.front() + "'"};
+  }
+}
+
+std::string format_seconds(double seconds) {
+  char buffer[64];
+  if (seconds < 1e-3) {
+    std::snprintf(buffer, sizeof buffer, "%.2f us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(buffer, sizeof buffer, "%.3f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.3f s", seconds);
+  }
+  return buffer;
+}
+
+std::string describe(const TargetInfo& t) {
+  std::string text = t.kind;
+  if (!t.arch.empty()) text += "/" + t.arch;
+  if (!t.device_name.empty()) text += " (" + t.device_name + ")";
+  return text;
+}
+
+int info(const Arguments& a, std::ostream& out) {
+  expect_no_files(a);
+  auto c = TuningLog::open(a.db, TuningLog::Mode::ReadOnly).counts();
+  if (a.json) {
+    out << nlohmann::json{{"workloads", c.workloads},
+                          {"targets", c.targets},
+                          {"sessions", c.sessions},
+                          {"records", c.records},
+                          {"error_records", c.error_records}}
+               .dump()
+        << '\n';
+  } else {
+    out << "workloads      " << c.workloads << "\n"
+        << "targets        " << c.targets << "\n"
+        << "sessions       " << c.sessions << "\n"
+        << "records        " << c.records << "\n"
+        << "error records  " << c.error_records << "\n";
+  }
+  return 0;
+}
+
+int best(const Arguments& a, std::ostream& out) {
+  expect_no_files(a);
+  auto records = TuningLog::open(a.db, TuningLog::Mode::ReadOnly).best_per_workload_target();
+  if (a.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : records) {
+      list.push_back({{"workload", r.workload.key},
+                      {"target",
+                       {{"kind", r.target.kind},
+                        {"arch", r.target.arch},
+                        {"device_name", r.target.device_name},
+                        {"driver_version", r.target.driver_version},
+                        {"toolkit_version", r.target.toolkit_version},
+                        {"cpu_features", r.target.cpu_features}}},
+                      {"median_s", r.median_s},
+                      {"gflops", r.median_s > 0 ? r.workload.flops / r.median_s * 1e-9 : 0.0},
+                      {"record_id", r.id},
+                      {"timestamp", r.timestamp},
+                      {"trace_json", r.trace_json}});
+    }
+    out << list.dump() << '\n';
+    return 0;
+  }
+  if (records.empty()) {
+    out << "no valid records in " << a.db << "\n";
+    return 0;
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "%-24s  %-28s  %12s  %10s  %8s\n", "workload", "target", "median",
+                "GFLOP/s", "record");
+  out << line;
+  for (const auto& r : records) {
+    double gflops = r.median_s > 0 ? r.workload.flops / r.median_s * 1e-9 : 0.0;
+    std::snprintf(line, sizeof line, "%-24s  %-28s  %12s  %10.2f  %8lld\n", r.workload.key.c_str(),
+                  describe(r.target).c_str(), format_seconds(r.median_s).c_str(), gflops,
+                  static_cast<long long>(r.id));
+    out << line;
+  }
+  return 0;
+}
+
+int check(const Arguments& a, std::ostream& out, std::ostream& err) {
+  expect_no_files(a);
+  if (!std::filesystem::exists(a.db)) throw UsageError{"tuning log '" + a.db + "' does not exist"};
+  auto problems = TuningLog::check_file(a.db);
+  if (problems.empty()) {
+    out << "ok\n";
+    return 0;
+  }
+  err << a.db << ": the tuning log is damaged (" << problems.size() << " problem"
+      << (problems.size() == 1 ? "" : "s") << "):\n";
+  for (const auto& problem : problems) err << "  " << problem << "\n";
+  return 1;
+}
+
+int export_log(const Arguments& a, std::ostream& out) {
+  expect_no_files(a);
+  auto log = TuningLog::open(a.db, TuningLog::Mode::ReadOnly);
+  if (!a.output) {
+    log.export_jsonl(out);
+    return 0;
+  }
+  // Write beside the destination and rename, so an interrupted export never leaves half a file
+  // under the requested name.
+  std::string temporary = *a.output + ".partial";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file) throw UsageError{"cannot write '" + temporary + "'"};
+    log.export_jsonl(file);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, *a.output, ec);
+  if (ec) throw UsageError{"cannot rename '" + temporary + "' to '" + *a.output + "': " + ec.message()};
+  return 0;
+}
+
+int report(const std::string& source, const ImportReport& r, std::ostream& out, std::ostream& err) {
+  out << source << ": imported " << r.imported << ", duplicates skipped " << r.duplicates << ", bad "
+      << r.errors.size() << "\n";
+  for (const auto& error : r.errors) err << "error: " << error << "\n";
+  return r.errors.empty() ? 0 : 2;
+}
+
+int import_or_merge(const Arguments& a, std::ostream& out, std::ostream& err, bool merge) {
+  if (a.files.empty()) {
+    throw UsageError{"tessel db " + a.command + ": give at least one " + (merge ? "log" : "JSON-lines") +
+                     " file"};
+  }
+  // Check every input up front, so that a typo does not leave the log half-imported.
+  for (const auto& file : a.files) {
+    if (!std::filesystem::is_regular_file(file))
+      throw UsageError{"'" + file + "' does not exist or is not a file"};
+  }
+  auto log = TuningLog::open(a.db, TuningLog::Mode::ReadWrite);
+  int status = 0;
+  for (const auto& file : a.files) {
+    ImportReport r;
+    if (merge) {
+      r = log.merge(file);
+    } else {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) throw UsageError{"cannot read '" + file + "'"};
+      r = log.import_jsonl(in, file);
+    }
+    status = std::max(status, report(file, r, out, err));
+  }
+  return status;
+}
+
+int migrate(const Arguments& a, std::ostream& out) {
+  expect_no_files(a);
+  TuningLog::open(a.db, TuningLog::Mode::ReadWrite);  // opening for writing migrates
+  out << a.db << ": schema is current\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_db_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    if (!args.empty() && (args[0] == "help" || args[0] == "--help" || args[0] == "-h")) {
+      out << kUsage;
+      return 0;
+    }
+    Arguments a = parse(args);
+    static const char* const kCommands[] = {"info", "best", "check", "export", "import", "merge", "migrate"};
+    if (std::find(std::begin(kCommands), std::end(kCommands), a.command) == std::end(kCommands)) {
+      throw UsageError{"tessel db: unknown command '" + a.command + "'\n" + kUsage};
+    }
+    if (a.db.empty()) throw UsageError{"tessel db " + a.command + ": missing --db PATH"};
+    if (a.command == "info") return info(a, out);
+    if (a.command == "best") return best(a, out);
+    if (a.command == "check") return check(a, out, err);
+    if (a.command == "export") return export_log(a, out);
+    if (a.command == "import") return import_or_merge(a, out, err, /*merge=*/false);
+    if (a.command == "merge") return import_or_merge(a, out, err, /*merge=*/true);
+    return migrate(a, out);
+  } catch (const UsageError& e) {
+    err << "error: " << e.message << "\n";
+  } catch (const std::exception& e) {
+    // DatabaseError messages already name the file and say what to do.
+    err << "error: " << e.what() << "\n";
+  }
+  return 2;
+}
+
+}  // namespace tessel

@@ -46,7 +46,14 @@ struct ScheduleArgs {
   int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
 };
 
+struct DemoArgs {
+  std::string suite = "experiments/suite.json";
+  std::vector<std::string> cases;  // empty: the embedded default list
+  double min_time_s = 0.2;
+};
+
 int cmd_ops();
+int cmd_demo(const DemoArgs& args);
 int cmd_show(const ShowArgs& args);
 int cmd_check(const CheckArgs& args);
 int cmd_run(const RunArgs& args);

@@ -1,6 +1,7 @@
 // The tessel command-line program: parse arguments, call the library, print. Exit codes: 0 success,
 // 1 a check failed, 2 bad input (with a message that starts with `error:`).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "schedule/te/error.h"
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
     return tessel::run_db_command(rest, std::cout, std::cerr);
   }
 
+  const std::vector<std::string> commands = {"ops", "show", "check", "run", "schedule", "demo", "db"};
+  if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, schedule, demo, db)\n";
+    return 2;
+  }
+
   CLI::App app{"tessel: tensor-program schedules, compiled and tuned"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tessel ") + TESSEL_VERSION);
@@ -51,7 +58,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--schedule", check.schedule, "an extra schedule JSON file to check");
   check_cmd->add_option("--random-schedules", check.random_schedules, "also check N random schedules")
       ->check(CLI::NonNegativeNumber);
-  check_cmd->add_option("--seed", check.seed, "seed of the first random schedule");
+  check_cmd->add_option("--seed", check.seed, "seed of the first random schedule")->check(CLI::NonNegativeNumber);
   check_cmd->add_option("--target", check.target, "llvm");
   check_cmd->add_flag("-v,--verbose", check.verbose, "print a line per schedule");
 
@@ -62,14 +69,22 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--target", run.target, "llvm");
   run_cmd->add_flag("--check", run.check, "also compare the result with the reference interpreter");
   run_cmd->add_flag("--json", run.json, "print one JSON object");
-  run_cmd->add_option("--threads", run.threads, "worker threads (default: every core)")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--threads", run.threads, "worker threads, 1 to 1024 (default: every core)")
+      ->check(CLI::Range(1, 1024));
   run_cmd->add_option("--min-time", run.min_time_s, "seconds of samples to collect (default 0.2)")
       ->check(CLI::PositiveNumber);
+
+  tessel::DemoArgs demo;
+  CLI::App* demo_cmd = app.add_subcommand("demo", "build, check and time suite cases with their default schedules");
+  demo_cmd->add_option("--suite", demo.suite, "suite JSON file");
+  demo_cmd->add_option("--case", demo.cases, "a case to run (repeatable; default: a representative few)");
+  demo_cmd->add_option("--min-time", demo.min_time_s, "seconds of samples per case")->check(CLI::PositiveNumber);
 
   tessel::ScheduleArgs sched;
   CLI::App* sched_cmd = app.add_subcommand("schedule", "print the default (or a random) schedule as JSON");
   add_workload_options(sched_cmd, sched.workload);
-  sched_cmd->add_option("--random-seed", sched.random_seed, "print the random schedule of this seed");
+  sched_cmd->add_option("--random-seed", sched.random_seed, "print the random schedule of this seed")
+      ->check(CLI::NonNegativeNumber);
 
   try {
     app.parse(argc, argv);
@@ -88,6 +103,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("check")) return check_target(check.target), tessel::cmd_check(check);
     if (app.got_subcommand("run")) return check_target(run.target), tessel::cmd_run(run);
     if (app.got_subcommand("schedule")) return tessel::cmd_schedule(sched);
+    if (app.got_subcommand("demo")) return tessel::cmd_demo(demo);
   } catch (const tessel::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -1,5 +1,6 @@
 #include "tools/workload.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -36,6 +37,7 @@ Workload case_from_json(const nlohmann::json& c, const std::string& where) {
 }
 
 nlohmann::json read_suite(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError("suite file " + path + " is a directory, not a file");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read suite file " + path);
   std::stringstream text;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -164,7 +165,10 @@ ThreadPool& pool() {
 
 }  // namespace
 
-void set_num_threads(int n) { pool().resize(n < 1 ? 1 : n); }
+// More workers than this only adds scheduling overhead; it also bounds what a typo can spawn.
+constexpr int kMaxThreads = 1024;
+
+void set_num_threads(int n) { pool().resize(std::clamp(n, 1, kMaxThreads)); }
 int num_threads() { return pool().threads(); }
 
 }  // namespace tessel

@@ -60,6 +60,35 @@ LinearForm LinearForm::plus(const LinearForm& other, int64_t sign) const {
   return out;
 }
 
+namespace {
+
+// floordiv(x, c) * c * k + floormod(x, c) * k == x * k: fused loops split back into their parts
+// recombine into the original index.
+LinearForm merge_div_mod(LinearForm f) {
+  for (size_t m = 0; m < f.terms.size(); ++m) {
+    const Expr& mod = f.terms[m].first;
+    if (mod->op != ExprOp::FloorMod) continue;
+    const int64_t* c = as_int(mod->args[1]);
+    if (!c) continue;
+    int64_t k = f.terms[m].second;
+    for (size_t d = 0; d < f.terms.size(); ++d) {
+      const Expr& div = f.terms[d].first;
+      if (div->op != ExprOp::FloorDiv || !equal(div->args[0], mod->args[0]) || !equal(div->args[1], mod->args[1]) ||
+          f.terms[d].second != k * *c)
+        continue;
+      Expr x = mod->args[0];
+      LinearForm rest;
+      rest.constant = f.constant;
+      for (size_t t = 0; t < f.terms.size(); ++t)
+        if (t != m && t != d) rest.add(f.terms[t].first, f.terms[t].second);
+      return merge_div_mod(rest.plus(linearize(x).scaled(k)));
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
 LinearForm linearize(const Expr& e) {
   LinearForm f;
   if (const int64_t* v = as_int(e)) {
@@ -68,8 +97,8 @@ LinearForm linearize(const Expr& e) {
   }
   if (is_scalar_int(e)) {
     switch (e->op) {
-      case ExprOp::Add: return linearize(e->args[0]).plus(linearize(e->args[1]));
-      case ExprOp::Sub: return linearize(e->args[0]).plus(linearize(e->args[1]), -1);
+      case ExprOp::Add: return merge_div_mod(linearize(e->args[0]).plus(linearize(e->args[1])));
+      case ExprOp::Sub: return merge_div_mod(linearize(e->args[0]).plus(linearize(e->args[1]), -1));
       case ExprOp::Mul:
         if (const int64_t* k = as_int(e->args[1])) return linearize(e->args[0]).scaled(*k);
         if (const int64_t* k = as_int(e->args[0])) return linearize(e->args[1]).scaled(*k);

@@ -74,7 +74,10 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos) {
 }
 
 // The interval one index expression of a read spans, or nullopt when it is not affine in the axes.
-std::optional<Range> index_range(const Expr& index, const std::map<std::string, Range>& axes) {
+// `free_loops` are loops of stages between the reader and the attach point: they run in full inside
+// one iteration of the attach loop, so the region covers every value they take.
+std::optional<Range> index_range(const Expr& index, const std::map<std::string, Range>& axes,
+                                 const std::map<std::string, int64_t>& free_loops) {
   LinearForm f = linearize(index);
   LinearForm min;
   min.constant = f.constant;
@@ -91,7 +94,48 @@ std::optional<Range> index_range(const Expr& index, const std::map<std::string, 
     }
     span += (coeff > 0 ? coeff : -coeff) * (a.extent - 1);
   }
-  return Range{to_expr(min), span + 1};
+  LinearForm fixed;
+  fixed.constant = min.constant;
+  for (const auto& [atom, coeff] : min.terms) {
+    auto it = atom->op == ExprOp::Var ? free_loops.find(atom->name) : free_loops.end();
+    if (it == free_loops.end()) {
+      fixed.add(atom, coeff);
+      continue;
+    }
+    if (coeff < 0) fixed.constant += coeff * (it->second - 1);
+    span += (coeff > 0 ? coeff : -coeff) * (it->second - 1);
+  }
+  return Range{to_expr(fixed), span + 1};
+}
+
+// Whether `stage` is computed at `target`.`loop` (or a loop inside it) through a chain of
+// computed-at stages; the loops that run in full inside one iteration of `loop` -- those of the
+// stages in between and the target's loops between `loop` and the chain's attach loop -- are added
+// to `free_loops`.
+bool within(const StageInfoMap& infos, const std::string& stage, const std::string& target, const std::string& loop,
+            std::map<std::string, int64_t>& free_loops) {
+  std::map<std::string, int64_t> chain;
+  auto add_leaves = [&](const StageInfo& s, int from, int to) {
+    for (int i = from; i < to; ++i) chain[s.leaf_names[i]] = s.stage.vars[s.stage.leaves[i]].extent;
+  };
+  const StageInfo& t = infos.at(target);
+  int pos = t.stage.leaf_position(loop);
+  std::string walk = stage;
+  for (size_t depth = 0; depth <= infos.size(); ++depth) {
+    const StageInfo& s = infos.at(walk);
+    if (s.stage.loc != ComputeLoc::At) return false;
+    if (s.stage.attach_stage == target) {
+      int at = t.stage.leaf_position(s.stage.attach_loop);
+      if (pos < 0 || at < pos) return false;
+      add_leaves(t, pos + 1, at + 1);
+      free_loops.insert(chain.begin(), chain.end());
+      return true;
+    }
+    const StageInfo& parent = infos.at(s.stage.attach_stage);
+    add_leaves(parent, 0, static_cast<int>(parent.stage.leaves.size()));
+    walk = s.stage.attach_stage;
+  }
+  return false;
 }
 
 void collect_reads(const Expr& e, const std::string& tensor, std::vector<Expr>& out) {
@@ -133,6 +177,7 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
     // Every reader: the consumer with its loops up to the attach loop fixed, or a stage computed at
     // the same loop, which covers its whole (already inferred) region.
     std::vector<std::pair<std::vector<Expr>, std::map<std::string, Range>>> readers;
+    std::map<std::string, int64_t> free_loops;
     for (const auto& [name, info] : infos) {
       std::vector<Expr> reads;
       collect_reads(info.body, op.name, reads);
@@ -141,8 +186,7 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
       if (name == c.stage.name) {
         std::vector<Range> roots = consumer_root_ranges(c, pos);
         for (int r = 0; r < c.stage.num_roots; ++r) axes.emplace(c.stage.vars[r].name, roots[r]);
-      } else if (info.stage.loc == ComputeLoc::At && info.stage.attach_stage == c.stage.name &&
-                 info.stage.attach_loop == p.stage.attach_loop) {
+      } else if (info.stage.loc == ComputeLoc::At && within(infos, name, c.stage.name, p.stage.attach_loop, free_loops)) {
         const Operation& reader = state.op(name);
         for (int r = 0; r < info.stage.num_roots; ++r) {
           const std::string& axis = r < info.stage.num_spatial_roots
@@ -164,7 +208,7 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
       for (const auto& [reads, axes] : readers)
         for (const Expr& read : reads) {
           if (failed) break;
-          std::optional<Range> r = index_range(read->args[d], axes);
+          std::optional<Range> r = index_range(read->args[d], axes, free_loops);
           if (!r) {
             failed = true;
             break;

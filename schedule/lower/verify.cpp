@@ -19,7 +19,9 @@ class Verifier {
       case StmtOp::For:
         if (s->for_kind == ForKind::Vectorized) fail("a vectorized loop survived vectorization: " + s->var);
         if (s->for_kind == ForKind::ThreadBound && target_ == LowerTarget::Cpu)
-          fail("loop " + s->var + " is bound to " + s->thread_tag + ", which the CPU target does not have");
+          throw ScheduleError(-1, "annotate(" + s->var + ", " + s->thread_tag + ")",
+                              "loop " + s->var + " is bound to " + s->thread_tag +
+                                  ", which the CPU target does not have (use --target cuda)");
         check(s->min);
         check(s->extent);
         if (!vars_.insert(s->var).second) fail("loop variable " + s->var + " is bound twice");

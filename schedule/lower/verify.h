@@ -1,5 +1,6 @@
 // Lowering pass, last: checks what every code generator relies on, and the target's limits. A
-// failure is a bug in tessel (or a limit the schedule exceeds) and raises CompileError.
+// schedule that does not fit the target (a GPU binding on the CPU) raises ScheduleError; anything
+// else is a bug in tessel and raises CompileError.
 #pragma once
 
 #include "schedule/ir/stmt.h"

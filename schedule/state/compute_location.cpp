@@ -11,13 +11,27 @@ void require_not_output(const State& state, const std::string& stage, const char
 
 }  // namespace
 
+bool computed_within(const State& state, const std::string& stage, const std::string& target, const std::string& loop) {
+  const Stage& t = state.stage(target);
+  int pos = t.leaf_position(loop);
+  std::string walk = stage;
+  for (size_t depth = 0; depth <= state.stages().size(); ++depth) {
+    const Stage& s = state.stage(walk);
+    if (s.loc != ComputeLoc::At) return false;
+    if (s.attach_stage == target) return pos >= 0 && t.leaf_position(s.attach_loop) >= pos;
+    walk = s.attach_stage;
+  }
+  return false;
+}
+
 void apply_compute_at(State& state, const Step& step) {
   schedulable_stage(state, step.stage);
   require_not_output(state, step.stage, "compute_at");
   Stage& target = schedulable_stage(state, step.target_stage);
   int pos = leaf_position(target, step.target_loop);
-  // Every reader must be the target, or be computed at the same loop of the target (then it runs
-  // right after this stage, inside the same iteration).
+  // Every reader must be the target, or be computed (possibly through other computed-at stages) at
+  // this loop of the target or a loop inside it: then it runs after this stage, inside the same
+  // iteration.
   std::vector<std::string> consumers = state.effective_consumers(step.stage);
   bool reads_in_target = false;
   for (const std::string& c : consumers) {
@@ -25,8 +39,7 @@ void apply_compute_at(State& state, const Step& step) {
       reads_in_target = true;
       continue;
     }
-    const Stage& other = state.stage(c);
-    if (other.loc != ComputeLoc::At || other.attach_stage != step.target_stage || other.attach_loop != step.target_loop)
+    if (!computed_within(state, c, step.target_stage, step.target_loop))
       reject("stage " + step.stage + " is also read by " + c + ", which is not computed at " + step.target_stage + "." +
              step.target_loop);
     reads_in_target = true;

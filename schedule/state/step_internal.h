@@ -22,6 +22,10 @@ std::string fresh_var_name(const Stage& stage, const std::string& base);
 // Rejects if another stage is computed at one of `stage`'s loops.
 void require_nothing_attached(const State& state, const std::string& stage, const std::string& why);
 
+// Whether `stage` is computed at `target`.`loop` or a loop inside it, directly or through a chain of
+// computed-at stages.
+bool computed_within(const State& state, const std::string& stage, const std::string& target, const std::string& loop);
+
 void apply_split(State& state, const Step& step);
 void apply_fuse(State& state, const Step& step);
 void apply_reorder(State& state, const Step& step);

@@ -1,6 +1,7 @@
 // Trace replay and the JSON form of schedules.
 #include "schedule/state/trace.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -177,6 +178,7 @@ Trace trace_from_json(const std::string& text, const std::string& source) {
 }
 
 Trace load_trace_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError("schedule file " + path + " is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read schedule file " + path);
   std::stringstream text;

@@ -1,0 +1,43 @@
+# tessel's front door. `make demo` and `make test` each do their own set-up: install the Debian
+# packages (scripts/setup.sh, idempotent), configure with CMake + Ninja, build, then run.
+BUILD ?= build
+BUILD_TYPE ?= RelWithInfoAndAsserts
+CMAKE_FLAGS ?=
+
+.PHONY: all setup configure build demo test test-sanitize bundle bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/build.ninja: | setup
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+configure: setup $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD)
+
+# The main job on its embedded default: a few suite cases built with their default CPU schedules,
+# checked against the reference interpreter and timed.
+demo: build
+	$(BUILD)/tools/tessel demo --suite experiments/suite.json
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j2 --timeout 900
+
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-sanitize:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS=-DTESSEL_SANITIZE=ON
+
+# A self-contained directory (static LLVM, rpath'd shared libraries) for a GPU host.
+bundle: setup
+	bash scripts/make_bundle.sh
+
+# CPU benchmarks against OpenBLAS and memcpy (see experiments/README.md).
+bench: build
+	bash experiments/cpu_baselines/run.sh
+
+clean:
+	rm -rf $(BUILD) build-asan bundle

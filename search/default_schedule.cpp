@@ -78,11 +78,19 @@ class DefaultScheduler {
     return false;
   }
 
-  // A sum of products of two tensor reads whose reduce axes index both.
+  // A sum of products of two tensor reads, each missing an output axis the other has (A[i,k] *
+  // B[k,j]): the reuse that register tiling exploits. X[i,k] * X[i,k] is a row reduction instead.
   const Operation* find_contraction() const {
     for (const Operation& op : dag_.ops()) {
       if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul) continue;
-      if (op.body->args[0]->op == ExprOp::TensorRead && op.body->args[1]->op == ExprOp::TensorRead) return &op;
+      const Expr &a = op.body->args[0], &b = op.body->args[1];
+      if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead) continue;
+      bool a_misses = false, b_misses = false;
+      for (const Axis& axis : op.axes) {
+        a_misses |= !uses_axis(a, axis.name) && uses_axis(b, axis.name);
+        b_misses |= !uses_axis(b, axis.name) && uses_axis(a, axis.name);
+      }
+      if (a_misses && b_misses) return &op;
     }
     return nullptr;
   }

@@ -1,7 +1,9 @@
 // tessel ops / show / schedule / check / run.
 #include "tools/commands.h"
 
+#include <chrono>
 #include <cmath>
+#include <optional>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "schedule/te/error.h"
 #include "search/default_schedule.h"
 #include "search/random_schedule.h"
+#include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
 
 namespace tessel {
@@ -137,21 +140,52 @@ int cmd_check(const CheckArgs& args) {
 
 int cmd_run(const RunArgs& args) {
   if (args.threads > 0) set_num_threads(args.threads);
+  if ((args.record || args.best) && args.db.empty()) throw InputError("--record and --best need --db PATH");
+  if (!args.db.empty() && !args.record && !args.best) throw InputError("--db goes with --record or --best");
+  if (args.best && args.schedule != "default") throw InputError("give either --schedule or --best, not both");
   Workload w = workload_of(args.workload);
-  Trace trace = schedule_of(w, args.schedule);
+  Trace trace;
+  std::optional<Trace> best;
+  if (args.best) best = best_recorded_trace(args.db, w, std::cerr);
+  trace = best ? *best : schedule_of(w, args.schedule);
+  // Open the log before measuring, so a log that cannot take records costs no measurement.
+  std::optional<TuningLog> log;
+  if (args.record) log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
+  auto build_start = std::chrono::steady_clock::now();
   CpuKernel kernel = build_cpu_kernel(w.dag, trace);
+  double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
   HostBuffers buffers(kernel.func.params);
   HostTensors inputs = make_random_inputs(w.dag, 1);
   buffers.set_inputs(inputs);
 
   std::optional<CheckOutcome> outcome;
-  if (args.check) {
+  if (args.check || args.record) {
     ReferenceTensors reference = evaluate_reference(w.dag, inputs);
     outcome = check_cpu_kernel(kernel, inputs, reference, w.dag);
   }
   TimingOptions timing;
   timing.min_total_s = args.min_time_s;
+  auto run_start = std::chrono::steady_clock::now();
   TimingResult t = time_function([&] { kernel.kernel->run(buffers.args()); }, timing);
+  double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  int64_t record_id = 0;
+  if (log) {
+    nlohmann::json settings = {{"min_total_s", timing.min_total_s}, {"warmup_runs", timing.warmup_runs},
+                               {"threads", num_threads()}, {"timer", "steady_clock"}};
+    log->begin_session(SessionInfo{"tessel run", settings.dump(), std::string("tessel ") + TESSEL_VERSION, "", ""});
+    MeasureRecord r;
+    r.workload = workload_info(w);
+    r.target = host_llvm_target();
+    r.trace_json = trace_to_json(trace);
+    for (double ms : t.samples_ms) r.samples_s.push_back(ms * 1e-3);
+    r.median_s = t.median_ms * 1e-3;
+    r.error = outcome->correct ? ErrorCode::Ok : ErrorCode::WrongAnswer;
+    r.error_message = outcome->message.substr(0, 1000);
+    r.build_s = build_s;
+    r.run_s = run_s;
+    r.settings_json = settings.dump();
+    record_id = log->append({r}).at(0);  // returns after COMMIT: only then is anything printed
+  }
   double gflops = w.dag.flops() / (t.median_ms * 1e-3) / 1e9;
   double gbps = static_cast<double>(buffers.total_bytes()) / (t.median_ms * 1e-3) / 1e9;
 
@@ -167,12 +201,15 @@ int cmd_run(const RunArgs& args) {
     j["gbps"] = gbps;
     j["correct"] = outcome ? nlohmann::json(outcome->correct) : nlohmann::json(nullptr);
     if (outcome && !outcome->correct) j["error"] = outcome->message;
+    if (record_id) j["record_id"] = record_id;
+    if (args.best) j["schedule_source"] = best ? "tuning log" : "default";
     std::cout << j.dump() << "\n";
   } else {
     std::cout << w.name << ": median " << std::fixed << std::setprecision(4) << t.median_ms << " ms over "
               << t.samples_ms.size() << " runs, " << std::setprecision(1) << gflops << " GFLOP/s, " << gbps
               << " GB/s (" << num_threads() << " threads)\n";
     if (outcome) std::cout << (outcome->correct ? "correct\n" : "WRONG: " + outcome->message + "\n");
+    if (record_id) std::cout << "recorded as record " << record_id << " in " << args.db << "\n";
   }
   return outcome && !outcome->correct ? 1 : 0;
 }

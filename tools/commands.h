@@ -39,6 +39,9 @@ struct RunArgs {
   bool json = false;
   int threads = 0;  // 0: every core
   double min_time_s = 0.2;
+  std::string db;      // tuning log
+  bool record = false; // append the measurement to the log (checks correctness first)
+  bool best = false;   // run the best schedule the log holds for this workload and target
 };
 
 struct ScheduleArgs {

@@ -73,6 +73,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   run_cmd->add_option("--min-time", run.min_time_s, "seconds of samples to collect (default 0.2)")
       ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--db", run.db, "tuning log (SQLite) for --record / --best");
+  run_cmd->add_flag("--record", run.record, "append the measurement to the tuning log (implies --check)");
+  run_cmd->add_flag("--best", run.best, "run the best schedule recorded in the tuning log");
 
   tessel::DemoArgs demo;
   CLI::App* demo_cmd = app.add_subcommand("demo", "build, check and time suite cases with their default schedules");

@@ -7,6 +7,8 @@
 // loop variable) in rotated form, which is what LLVM's loop passes expect.
 #include "codegen/llvm/codegen_llvm.h"
 
+#include "schedule/lower/arith.h"
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -70,6 +72,38 @@ llvm::Function* CodeGenLLVM::declare_runtime(const std::string& name, llvm::Func
   return llvm::cast<llvm::Function>(callee.getCallee());
 }
 
+namespace {
+
+// Outputs at least this large are streamed past the caches (see Buffer::streaming).
+constexpr int64_t kStreamingBytes = int64_t(64) << 20;
+
+int64_t param_bytes(const BufferParam& p) {
+  int64_t n = p.dtype == DType::Bool ? 1 : 4;
+  for (int64_t e : p.shape) n *= e;
+  return n;
+}
+
+bool is_write_only(const Stmt& body, const std::string& buffer) {
+  bool read = false;
+  visit_exprs(body, [&](const Expr& e) {
+    if (!read)
+      for (const std::string& t : tensors_read(e)) read |= t == buffer;
+  });
+  return !read;
+}
+
+// Whether a ramp starting at `base` is a multiple of `lanes` elements for every value of the loop
+// variables (all coefficients and the constant are multiples of it).
+bool aligned_to(const Expr& base, int64_t lanes) {
+  LinearForm f = linearize(base);
+  if (f.constant % lanes) return false;
+  for (const auto& [atom, coeff] : f.terms)
+    if (coeff % lanes) return false;
+  return true;
+}
+
+}  // namespace
+
 void CodeGenLLVM::generate(const LoweredFunc& func) {
   if (!func.body) throw CompileError("llvm codegen: function '" + func.name + "' has no body");
   func_name_ = func.name;
@@ -86,7 +120,10 @@ void CodeGenLLVM::generate(const LoweredFunc& func) {
     arg->setName(func.params[i].name);
     arg->addAttr(llvm::Attribute::NoAlias);
     arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(kBufferAlignment)));
-    if (!scope_.buffers.emplace(func.params[i].name, Buffer{arg, func.params[i].dtype}).second)
+    Buffer buffer{arg, func.params[i].dtype};
+    buffer.streaming = func.params[i].is_output && is_write_only(func.body, func.params[i].name) &&
+                       param_bytes(func.params[i]) >= kStreamingBytes;
+    if (!scope_.buffers.emplace(func.params[i].name, buffer).second)
       throw CompileError("llvm codegen: duplicate parameter '" + func.params[i].name + "'");
   }
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", impl));
@@ -192,7 +229,15 @@ void CodeGenLLVM::emit_store(const Stmt& s) {
   if (lanes == 1) {
     b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index)), align);
   } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
-    b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index->args[0])), align);
+    int64_t bytes = lanes * static_cast<int64_t>(element_bytes(buffer.dtype));
+    if (buffer.streaming && bytes == kBufferAlignment && aligned_to(index->args[0], lanes)) {
+      llvm::StoreInst* store =
+          b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index->args[0])), llvm::Align(bytes));
+      llvm::Metadata* one = llvm::ConstantAsMetadata::get(b_.getInt32(1));
+      store->setMetadata(llvm::LLVMContext::MD_nontemporal, llvm::MDNode::get(ctx_, {one}));
+    } else {
+      b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index->args[0])), align);
+    }
   } else {
     // A scatter; lanes that collide (a broadcast index) keep the highest lane, like a serial loop.
     b_.CreateMaskedScatter(value, element_pointer(buffer, emit_expr(index)), align);

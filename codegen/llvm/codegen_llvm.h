@@ -22,6 +22,9 @@ class CodeGenLLVM {
   struct Buffer {
     llvm::Value* ptr = nullptr;
     DType dtype = DType::Float32;
+    // An output far larger than the caches that the function only writes: full-line vector
+    // stores to it bypass the caches (no read-for-ownership of lines about to be overwritten).
+    bool streaming = false;
   };
   // Everything that names a value while emitting one function body.
   struct Scope {

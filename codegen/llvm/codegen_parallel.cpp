@@ -76,7 +76,11 @@ void CodeGenLLVM::emit_parallel_for(const Stmt& s) {
     llvm::Argument* arg = inner->getArg(2 + vars.size() + i);
     arg->setName(buffers[i]);
     arg->addAttr(llvm::Attribute::NoAlias);
-    inner_scope.buffers[buffers[i]] = Buffer{arg, scope_.buffers.at(buffers[i]).dtype};
+    {
+      Buffer inner = scope_.buffers.at(buffers[i]);
+      inner.ptr = arg;
+      inner_scope.buffers[buffers[i]] = inner;
+    }
   }
 
   // Emit the body into the inner function, then come back.

@@ -1,0 +1,21 @@
+// What the CLI records in and replays from the tuning log for CPU runs.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "database/tuning_log.h"
+#include "schedule/state/trace.h"
+#include "tools/workload.h"
+
+namespace tessel {
+
+// This machine as a tuning-log target (kind "llvm").
+TargetInfo host_llvm_target();
+WorkloadInfo workload_info(const Workload& w);
+
+// The best recorded schedule for `w` on this CPU, or nullopt after printing to `err` why the default
+// schedule is used instead (a miss is a warning; an unreadable log is an error message, not a crash).
+std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err);
+
+}  // namespace tessel

@@ -172,7 +172,7 @@ int cmd_run(const RunArgs& args) {
   if (log) {
     nlohmann::json settings = {{"min_total_s", timing.min_total_s}, {"warmup_runs", timing.warmup_runs},
                                {"threads", num_threads()}, {"timer", "steady_clock"}};
-    log->begin_session(SessionInfo{"tessel run", settings.dump(), std::string("tessel ") + TESSEL_VERSION, "", ""});
+    log->begin_session(SessionInfo{"tessel run: " + w.name, settings.dump(), std::string("tessel ") + TESSEL_VERSION, "", ""});
     MeasureRecord r;
     r.workload = workload_info(w);
     r.target = host_llvm_target();

@@ -12,6 +12,7 @@ packages=(
   catch2
   libcli11-dev
   libopenblas-dev
+  patchelf
 )
 
 missing=()

@@ -28,14 +28,18 @@ void assign_leaf_names(StageInfoMap& infos) {
   }
 }
 
-// The range of every root axis of consumer `c` while its loops up to `attach_pos` are fixed.
-std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos) {
+bool is_thread_loop(Annotation a) { return a >= Annotation::VThread; }
+
+// The range of every root axis of consumer `c` while its loops up to `attach_pos` are fixed. A
+// buffer in shared memory serves every thread of a block, so for it the consumer's thread-bound
+// loops count as free even outside the attach point (`relax_threads`).
+std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool relax_threads) {
   const Stage& s = c.stage;
   std::vector<Range> r(s.vars.size());
   for (size_t i = 0; i < s.leaves.size(); ++i) {
     int v = s.leaves[i];
-    r[v] = static_cast<int>(i) <= attach_pos ? Range{make_var(c.leaf_names[i]), 1}
-                                             : Range{make_int(0), s.vars[v].extent};
+    bool fixed = static_cast<int>(i) <= attach_pos && !(relax_threads && is_thread_loop(s.vars[v].annotation));
+    r[v] = fixed ? Range{make_var(c.leaf_names[i]), 1} : Range{make_int(0), s.vars[v].extent};
   }
   for (auto it = s.relations.rbegin(); it != s.relations.rend(); ++it) {
     const Relation& rel = *it;
@@ -178,13 +182,24 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
     // the same loop, which covers its whole (already inferred) region.
     std::vector<std::pair<std::vector<Expr>, std::map<std::string, Range>>> readers;
     std::map<std::string, int64_t> free_loops;
+    if (p.stage.scope == MemScope::Shared) {
+      // The thread-bound loops of the stages the consumer is nested in appear in its region's
+      // start; the shared buffer must cover all of their values too.
+      for (std::string up = c.stage.name; infos.at(up).stage.loc == ComputeLoc::At;) {
+        up = infos.at(up).stage.attach_stage;
+        const StageInfo& a = infos.at(up);
+        for (size_t i = 0; i < a.stage.leaves.size(); ++i)
+          if (is_thread_loop(a.stage.vars[a.stage.leaves[i]].annotation))
+            free_loops[a.leaf_names[i]] = a.stage.vars[a.stage.leaves[i]].extent;
+      }
+    }
     for (const auto& [name, info] : infos) {
       std::vector<Expr> reads;
       collect_reads(info.body, op.name, reads);
       if (reads.empty()) continue;
       std::map<std::string, Range> axes;
       if (name == c.stage.name) {
-        std::vector<Range> roots = consumer_root_ranges(c, pos);
+        std::vector<Range> roots = consumer_root_ranges(c, pos, p.stage.scope == MemScope::Shared);
         for (int r = 0; r < c.stage.num_roots; ++r) axes.emplace(c.stage.vars[r].name, roots[r]);
       } else if (info.stage.loc == ComputeLoc::At && within(infos, name, c.stage.name, p.stage.attach_loop, free_loops)) {
         const Operation& reader = state.op(name);

@@ -3,6 +3,7 @@
 
 #include "schedule/lower/bound_inference.h"
 #include "schedule/lower/inline_stages.h"
+#include "schedule/lower/insert_barriers.h"
 #include "schedule/lower/loop_partition.h"
 #include "schedule/lower/schedule_ops.h"
 #include "schedule/lower/simplify.h"
@@ -39,6 +40,10 @@ LoweredFunc lower(const State& state, const std::string& name, const LowerOption
   after("schedule_ops (bound inference, predicate injection)");
   f.body = storage_flatten(f.body, f.params, state);
   after("storage_flatten");
+  if (options.target == LowerTarget::Gpu) {
+    f.body = insert_barriers(f.body);
+    after("insert_barriers");
+  }
   f.body = simplify(f.body);
   after("simplify");
   f.body = loop_partition(f.body);
@@ -49,7 +54,7 @@ LoweredFunc lower(const State& state, const std::string& name, const LowerOption
   f.body = unroll_loops(f.body);
   f.body = simplify(f.body);
   after("unroll");
-  verify_lowered(f, options.target);
+  verify_lowered(f, options.target, options.gpu_limits);
   return f;
 }
 

@@ -13,6 +13,7 @@ namespace tessel {
 struct LowerOptions {
   LowerTarget target = LowerTarget::Cpu;
   std::ostream* dump = nullptr;  // when set, the IR is printed after every pass
+  GpuLimits gpu_limits;          // LowerTarget::Gpu only
 };
 
 // Parameters are the DAG's inputs in order, then its outputs.

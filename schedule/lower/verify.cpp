@@ -1,5 +1,6 @@
 #include "schedule/lower/verify.h"
 
+#include <map>
 #include <set>
 
 #include "schedule/te/error.h"
@@ -76,6 +77,100 @@ class Verifier {
 
 }  // namespace
 
-void verify_lowered(const LoweredFunc& func, LowerTarget target) { Verifier(func, target).run(func.body); }
+namespace {
+
+// Launch-shape checks of one GPU kernel.
+class KernelChecker {
+ public:
+  explicit KernelChecker(const GpuLimits& limits) : limits_(limits) {}
+
+  void run(const Stmt& s, bool under_thread_condition) {
+    switch (s->op) {
+      case StmtOp::For: {
+        if (s->for_kind == ForKind::ThreadBound && s->thread_tag != "vthread") {
+          const int64_t* n = as_int(s->extent);
+          if (!n) fail("bind(" + s->var + ")", "loop " + s->var + " bound to " + s->thread_tag + " has no constant extent");
+          auto [it, fresh] = extents_.emplace(s->thread_tag, *n);
+          if (!fresh && it->second != *n)
+            fail("bind(" + s->var + ", " + s->thread_tag + ")",
+                 s->thread_tag + " is bound to loops of extents " + std::to_string(it->second) + " and " +
+                     std::to_string(*n) + " in one kernel; loops sharing a thread index need equal extents");
+          if (s->thread_tag.rfind("threadIdx", 0) == 0) thread_vars_.insert(s->var);
+        }
+        run(s->body[0], under_thread_condition);
+        return;
+      }
+      case StmtOp::Allocate:
+        if (s->scope == MemScope::Shared) {
+          int64_t n = 4;
+          for (int64_t e : s->extents) n *= e;
+          shared_bytes_ += n;
+        }
+        run(s->body[0], under_thread_condition);
+        return;
+      case StmtOp::IfThenElse: {
+        bool depends = under_thread_condition;
+        for (const std::string& v : free_vars(s->cond)) depends |= thread_vars_.count(v) > 0;
+        for (const Stmt& b : s->body) run(b, depends);
+        return;
+      }
+      case StmtOp::Barrier:
+        if (under_thread_condition)
+          throw CompileError("lowered code is invalid: a barrier under a condition on the thread index would hang");
+        return;
+      default:
+        for (const Stmt& b : s->body) run(b, under_thread_condition);
+    }
+  }
+
+  void check_limits() const {
+    int64_t threads = 1;
+    static const char* dims[3] = {"x", "y", "z"};
+    for (int d = 0; d < 3; ++d) {
+      auto t = extents_.find(std::string("threadIdx.") + dims[d]);
+      if (t != extents_.end()) {
+        threads *= t->second;
+        if (t->second > limits_.max_block[d])
+          fail("bind threadIdx." + std::string(dims[d]), "block dimension " + std::string(dims[d]) + " is " +
+                   std::to_string(t->second) + ", over the device limit " + std::to_string(limits_.max_block[d]));
+      }
+      auto b = extents_.find(std::string("blockIdx.") + dims[d]);
+      if (b != extents_.end() && b->second > limits_.max_grid[d])
+        fail("bind blockIdx." + std::string(dims[d]), "grid dimension " + std::string(dims[d]) + " is " +
+                 std::to_string(b->second) + ", over the device limit " + std::to_string(limits_.max_grid[d]));
+    }
+    if (threads > limits_.max_threads_per_block)
+      fail("bind threadIdx", "a block of " + std::to_string(threads) + " threads is over the device limit of " +
+                                 std::to_string(limits_.max_threads_per_block) + " threads per block");
+    if (shared_bytes_ > limits_.max_shared_bytes)
+      fail("cache_read shared", "the kernel needs " + std::to_string(shared_bytes_) +
+                                    " bytes of shared memory, over the device limit of " +
+                                    std::to_string(limits_.max_shared_bytes) + " bytes per block");
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& step, const std::string& why) { throw ScheduleError(-1, step, why); }
+
+  const GpuLimits& limits_;
+  std::map<std::string, int64_t> extents_;
+  std::set<std::string> thread_vars_;
+  int64_t shared_bytes_ = 0;
+};
+
+}  // namespace
+
+void verify_lowered(const LoweredFunc& func, LowerTarget target, const GpuLimits& limits) {
+  Verifier(func, target).run(func.body);
+  if (target != LowerTarget::Gpu) return;
+  // Kernels are the statements of the top-level sequence, inside the global scratch allocations.
+  Stmt body = func.body;
+  while (body->op == StmtOp::Allocate && body->scope == MemScope::Global) body = body->body[0];
+  std::vector<Stmt> kernels = body->op == StmtOp::Seq ? body->body : std::vector<Stmt>{body};
+  for (const Stmt& k : kernels) {
+    KernelChecker checker(limits);
+    checker.run(k, false);
+    checker.check_limits();
+  }
+}
 
 }  // namespace tessel

@@ -9,6 +9,17 @@ namespace tessel {
 
 enum class LowerTarget : uint8_t { Cpu, Gpu };
 
-void verify_lowered(const LoweredFunc& func, LowerTarget target);
+// What a GPU allows one kernel (defaults: an H100, sm_90).
+struct GpuLimits {
+  int64_t max_threads_per_block = 1024;
+  int64_t max_block[3] = {1024, 1024, 64};
+  int64_t max_grid[3] = {2147483647, 65535, 65535};
+  int64_t max_shared_bytes = 227 * 1024;  // with the opt-in above 48 KiB
+};
+
+// On the GPU every statement of the top-level sequence is one kernel: its thread bindings must fit
+// `limits` (a ScheduleError names the limit), a binding tag keeps one extent within a kernel, and
+// barriers must not sit under a condition that depends on the thread index.
+void verify_lowered(const LoweredFunc& func, LowerTarget target, const GpuLimits& limits = {});
 
 }  // namespace tessel

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds a self-contained directory `bundle/` for a Linux x86-64 GPU host that has only the NVIDIA
+# driver and the CUDA toolkit: LLVM linked statically, every other shared library the binaries need
+# (beyond glibc and the driver) copied into bundle/lib, and an rpath of $ORIGIN/../lib. libcuda and
+# NVRTC are opened with dlopen at run time, from the host.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUNDLE_BUILD:-build-bundle}
+OUT=${BUNDLE_OUT:-bundle}
+
+bash scripts/setup.sh
+command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; }
+
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithInfoAndAsserts -DTESSEL_STATIC_LLVM=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHINFOANDASSERTS="-O2" >/dev/null
+targets=(tessel)
+for t in test_cuda test_codegen test_schedule; do
+  ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=("$t")
+done
+cmake --build "$BUILD" --target "${targets[@]}"
+
+rm -rf "$OUT"
+mkdir -p "$OUT/bin" "$OUT/lib"
+for t in "${targets[@]}"; do
+  bin=$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n 1)
+  cp "$bin" "$OUT/bin/"
+  strip "$OUT/bin/$t"
+done
+
+# Shared libraries to carry: everything ldd resolves except the C library, the dynamic loader and
+# the GPU driver (those must come from the host).
+for b in "$OUT"/bin/*; do
+  ldd "$b" | awk '/=> \//{print $3}'
+done | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcuda.so*|libnvrtc*) ;;
+    *) cp -L "$lib" "$OUT/lib/" ;;
+  esac
+done
+for b in "$OUT"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$b"; done
+for l in "$OUT"/lib/*; do patchelf --set-rpath '$ORIGIN' "$l" 2>/dev/null || true; done
+
+cp experiments/suite.json "$OUT/"
+cp -r experiments/schedules "$OUT/schedules"
+cat > "$OUT/README" <<'TXT'
+tessel bundle: bin/tessel (LLVM static), test binaries, lib/ (carried shared libraries).
+Needs on the host: glibc, the NVIDIA driver (libcuda.so.1) and NVRTC (libnvrtc.so, from the CUDA toolkit).
+TXT
+du -sh "$OUT"
+tar -C "$(dirname "$OUT")" -czf /tmp/tessel-bundle.tgz "$(basename "$OUT")"
+echo "compressed: $(du -h /tmp/tessel-bundle.tgz | cut -f1)"

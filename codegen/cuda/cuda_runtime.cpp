@@ -1,0 +1,392 @@
+// CudaRuntime over the CUDA driver API, opened with dlopen("libcuda.so.1") so that one binary runs
+// on machines without a GPU; the driver entry points used are declared here by hand (stable C ABI).
+// Everything runs on one stream of device 0's primary context.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <type_traits>
+#include <mutex>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+CudaDeviceInfo default_cuda_device_info() {
+  CudaDeviceInfo info;
+  info.name = "NVIDIA H100 (assumed: no device queried)";
+  info.cc_major = 9;
+  info.cc_minor = 0;
+  info.arch = "sm_90";
+  info.max_threads_per_block = 1024;
+  info.max_shared_per_block = 48 * 1024;
+  info.max_shared_per_block_optin = 227 * 1024;
+  info.sm_count = 132;
+  info.l2_bytes = 50 * 1024 * 1024;
+  return info;
+}
+
+namespace {
+
+using CUresult = int;  // 0 is CUDA_SUCCESS
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctxOpaque*;
+using CUmodule = struct CUmodOpaque*;
+using CUfunction = struct CUfuncOpaque*;
+using CUstream = struct CUstreamOpaque*;
+using CUevent = struct CUeventOpaque*;
+
+// CUdevice_attribute / CUfunction_attribute values from cuda.h.
+enum : int {
+  kAttrMaxThreadsPerBlock = 1, kAttrMaxBlockDimX = 2, kAttrMaxGridDimX = 5, kAttrMaxSharedPerBlock = 8,
+  kAttrSmCount = 16, kAttrL2Size = 38, kAttrCcMajor = 75, kAttrCcMinor = 76, kAttrMaxSharedPerBlockOptin = 97,
+};
+constexpr int kFuncAttrMaxDynamicShared = 8;
+constexpr unsigned kNanBits = 0x7fc00000u;
+constexpr int64_t kStaticSharedLimit = 48 * 1024;
+constexpr size_t kMaxTimingSamples = 10000;
+
+struct Driver {
+  CUresult (*init)(unsigned);
+  CUresult (*driver_version)(int*);
+  CUresult (*device_count)(int*);
+  CUresult (*device_get)(CUdevice*, int);
+  CUresult (*device_name)(char*, int, CUdevice);
+  CUresult (*device_attribute)(int*, int, CUdevice);
+  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice);
+  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*stream_create)(CUstream*, unsigned);
+  CUresult (*stream_synchronize)(CUstream);
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t);
+  CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t, CUstream);
+  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t, CUstream);
+  CUresult (*memset_d32)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*module_load_data)(CUmodule*, const void*);
+  CUresult (*module_unload)(CUmodule);
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
+  CUresult (*func_set_attribute)(CUfunction, int, int);
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            CUstream, void**, void**);
+  CUresult (*event_create)(CUevent*, unsigned);
+  CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*event_synchronize)(CUevent);
+  CUresult (*event_elapsed)(float*, CUevent, CUevent);
+  CUresult (*error_name)(CUresult, const char**);
+};
+
+// Returns false when libcuda.so.1 is missing or lacks a symbol.
+bool load_driver(Driver& d) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  bool ok = true;
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    ok = ok && fn != nullptr;
+  };
+  bind(d.init, "cuInit");
+  bind(d.driver_version, "cuDriverGetVersion");
+  bind(d.device_count, "cuDeviceGetCount");
+  bind(d.device_get, "cuDeviceGet");
+  bind(d.device_name, "cuDeviceGetName");
+  bind(d.device_attribute, "cuDeviceGetAttribute");
+  bind(d.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+  bind(d.ctx_set_current, "cuCtxSetCurrent");
+  bind(d.stream_create, "cuStreamCreate");
+  bind(d.stream_synchronize, "cuStreamSynchronize");
+  bind(d.mem_alloc, "cuMemAlloc_v2");
+  bind(d.mem_free, "cuMemFree_v2");
+  bind(d.memcpy_htod, "cuMemcpyHtoDAsync_v2");
+  bind(d.memcpy_dtoh, "cuMemcpyDtoHAsync_v2");
+  bind(d.memset_d32, "cuMemsetD32Async");
+  bind(d.module_load_data, "cuModuleLoadData");
+  bind(d.module_unload, "cuModuleUnload");
+  bind(d.module_get_function, "cuModuleGetFunction");
+  bind(d.func_set_attribute, "cuFuncSetAttribute");
+  bind(d.launch_kernel, "cuLaunchKernel");
+  bind(d.event_create, "cuEventCreate");
+  bind(d.event_record, "cuEventRecord");
+  bind(d.event_synchronize, "cuEventSynchronize");
+  bind(d.event_elapsed, "cuEventElapsedTime");
+  bind(d.error_name, "cuGetErrorName");
+  return ok;
+}
+
+// Errors after which the context is corrupt and every later call fails (the process must restart).
+bool is_sticky(CUresult r) { return r == 700 || r == 702 || (r >= 714 && r <= 719); }
+
+class DriverRuntime;
+
+class DriverModule final : public CudaModule {
+ public:
+  DriverModule(DriverRuntime& rt, const CudaProgram& program, const std::vector<char>& cubin);
+  ~DriverModule() override;
+  void run(const std::vector<uint64_t>& device_args) override;
+
+ private:
+  DriverRuntime& rt_;
+  CUmodule module_ = nullptr;
+  std::vector<CudaLaunch> launches_;
+  std::vector<CUfunction> functions_;
+  std::vector<std::string> scratch_names_;
+  std::vector<uint64_t> scratch_;
+};
+
+class DriverRuntime final : public CudaRuntime {
+ public:
+  explicit DriverRuntime(const Driver& d) : d_(d) {
+    check(d_.device_get(&device_, 0), "cuDeviceGet");
+    char name[256] = {};
+    check(d_.device_name(name, sizeof name - 1, device_), "cuDeviceGetName");
+    info_.name = name;
+    info_.cc_major = attribute(kAttrCcMajor);
+    info_.cc_minor = attribute(kAttrCcMinor);
+    info_.arch = "sm_" + std::to_string(info_.cc_major) + std::to_string(info_.cc_minor);
+    info_.max_threads_per_block = attribute(kAttrMaxThreadsPerBlock);
+    info_.max_shared_per_block = attribute(kAttrMaxSharedPerBlock);
+    info_.max_shared_per_block_optin = attribute(kAttrMaxSharedPerBlockOptin);
+    for (int i = 0; i < 3; ++i) {
+      info_.max_grid[i] = attribute(kAttrMaxGridDimX + i);
+      info_.max_block[i] = attribute(kAttrMaxBlockDimX + i);
+    }
+    info_.sm_count = attribute(kAttrSmCount);
+    info_.l2_bytes = attribute(kAttrL2Size);
+    int version = 0;
+    check(d_.driver_version(&version), "cuDriverGetVersion");
+    info_.driver_version = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+    check(d_.primary_ctx_retain(&context_, device_), "cuDevicePrimaryCtxRetain");
+    make_current();
+    check(d_.stream_create(&stream_, 0), "cuStreamCreate");
+    check(d_.event_create(&start_, 0), "cuEventCreate");
+    check(d_.event_create(&stop_, 0), "cuEventCreate");
+  }
+
+  const CudaDeviceInfo& device() const override { return info_; }
+
+  uint64_t alloc(int64_t bytes) override {
+    make_current();
+    CUdeviceptr ptr = 0;
+    check(d_.mem_alloc(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, 16))), "cuMemAlloc");
+    return ptr;
+  }
+  void free(uint64_t ptr) override {
+    if (!usable() || ptr == 0) return;  // freeing in a corrupt context would only fail again
+    make_current();
+    check(d_.mem_free(ptr), "cuMemFree");
+  }
+  void copy_to_device(uint64_t dst, const void* src, int64_t bytes) override {
+    make_current();
+    check(d_.memcpy_htod(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyHtoDAsync");
+    synchronize();  // the host buffer may go away as soon as we return
+  }
+  void copy_to_host(void* dst, uint64_t src, int64_t bytes) override {
+    make_current();
+    check(d_.memcpy_dtoh(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyDtoHAsync");
+    synchronize();
+  }
+  void fill_nan(uint64_t ptr, int64_t floats) override {
+    make_current();
+    check(d_.memset_d32(ptr, kNanBits, static_cast<size_t>(floats), stream_), "cuMemsetD32Async");
+  }
+  void synchronize() override {
+    make_current();
+    check(d_.stream_synchronize(stream_), "cuStreamSynchronize");
+  }
+
+  std::unique_ptr<CudaModule> load(const CudaProgram& program, const std::vector<char>& cubin) override {
+    make_current();
+    return std::make_unique<DriverModule>(*this, program, cubin);
+  }
+
+  CudaTiming time(const std::function<void()>& fn, double min_total_ms, bool flush_l2) override {
+    make_current();
+    if (flush_l2 && !flush_buffer_) {
+      flush_floats_ = std::max<int64_t>(info_.l2_bytes, 8 << 20) * 2 / 4;
+      flush_buffer_ = alloc(flush_floats_ * 4);
+    }
+    for (int i = 0; i < 3; ++i) fn();
+    synchronize();
+    CudaTiming timing;
+    double total = 0;
+    while (timing.samples_ms.size() < 5 || (total < min_total_ms && timing.samples_ms.size() < kMaxTimingSamples)) {
+      if (flush_l2)
+        check(d_.memset_d32(flush_buffer_, 0, static_cast<size_t>(flush_floats_), stream_), "cuMemsetD32Async");
+      check(d_.event_record(start_, stream_), "cuEventRecord");
+      fn();
+      check(d_.event_record(stop_, stream_), "cuEventRecord");
+      check(d_.event_synchronize(stop_), "cuEventSynchronize");
+      float ms = 0;
+      check(d_.event_elapsed(&ms, start_, stop_), "cuEventElapsedTime");
+      timing.samples_ms.push_back(ms);
+      total += ms;
+    }
+    std::vector<double> sorted = timing.samples_ms;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    timing.median_ms = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    return timing;
+  }
+
+  // Throws Error("CUDA error NAME in call"); a sticky error also marks the runtime unusable.
+  void check(CUresult r, const char* call) {
+    if (r == 0) return;
+    const char* name = nullptr;
+    if (d_.error_name(r, &name) != 0 || !name) name = "CUDA_ERROR_UNKNOWN";
+    std::string message = std::string("CUDA error ") + name + " in " + call;
+    if (is_sticky(r)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (poisoned_.empty()) poisoned_ = message;
+      sticky_.store(true);
+    }
+    throw Error(message);
+  }
+  bool usable() const { return !sticky_.load(); }
+  std::string poisoned_reason() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return poisoned_;
+  }
+  const Driver& driver() const { return d_; }
+  CUstream stream() const { return stream_; }
+
+  // Every public call makes the context current: callers may come from any thread, and after a
+  // sticky error nothing else may touch the device.
+  void make_current() {
+    if (!usable())
+      throw Error("CUDA context unusable after " + poisoned_reason() + "; the process must restart");
+    check(d_.ctx_set_current(context_), "cuCtxSetCurrent");
+  }
+
+ private:
+  int attribute(int attr) {
+    int v = 0;
+    check(d_.device_attribute(&v, attr, device_), "cuDeviceGetAttribute");
+    return v;
+  }
+
+  Driver d_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent start_ = nullptr, stop_ = nullptr;
+  CudaDeviceInfo info_;
+  uint64_t flush_buffer_ = 0;
+  int64_t flush_floats_ = 0;
+  mutable std::mutex mutex_;
+  std::atomic<bool> sticky_{false};
+  std::string poisoned_;
+};
+
+DriverModule::DriverModule(DriverRuntime& rt, const CudaProgram& program, const std::vector<char>& cubin)
+    : rt_(rt), launches_(program.launches) {
+  const Driver& d = rt_.driver();
+  rt_.check(d.module_load_data(&module_, cubin.data()), "cuModuleLoadData");
+  try {
+    for (const CudaLaunch& launch : launches_) {
+      CUfunction f = nullptr;
+      rt_.check(d.module_get_function(&f, module_, launch.kernel_name.c_str()),
+                ("cuModuleGetFunction(" + launch.kernel_name + ")").c_str());
+      if (launch.dynamic_shared_bytes > kStaticSharedLimit)
+        rt_.check(d.func_set_attribute(f, kFuncAttrMaxDynamicShared, static_cast<int>(launch.dynamic_shared_bytes)),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+      functions_.push_back(f);
+    }
+    for (const BufferParam& s : program.scratch) {
+      int64_t bytes = s.dtype == DType::Float32 ? 4 : s.dtype == DType::Int64 ? 8 : 1;
+      for (int64_t e : s.shape) bytes *= e;
+      scratch_names_.push_back(s.name);
+      scratch_.push_back(rt_.alloc(bytes));
+    }
+  } catch (...) {
+    for (uint64_t p : scratch_) rt_.free(p);
+    if (rt_.usable()) d.module_unload(module_);
+    throw;
+  }
+}
+
+DriverModule::~DriverModule() {
+  if (!rt_.usable()) return;
+  try {
+    for (uint64_t p : scratch_) rt_.free(p);
+    rt_.make_current();
+    rt_.driver().module_unload(module_);
+  } catch (const Error&) {
+    // Destructors must not throw; a failure here already surfaced (or will) through synchronize().
+  }
+}
+
+void DriverModule::run(const std::vector<uint64_t>& device_args) {
+  rt_.make_current();
+  const Driver& d = rt_.driver();
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const CudaLaunch& launch = launches_[k];
+    // Kernel parameters are the function's buffers in order, then the scratch buffers.
+    std::vector<CUdeviceptr> values;
+    size_t next_param = 0;
+    for (const std::string& name : launch.args) {
+      auto s = std::find(scratch_names_.begin(), scratch_names_.end(), name);
+      if (s != scratch_names_.end()) {
+        values.push_back(scratch_[s - scratch_names_.begin()]);
+        continue;
+      }
+      if (next_param >= device_args.size())
+        throw Error("cuda run: " + launch.kernel_name + " needs buffer '" + name + "' but only " +
+                    std::to_string(device_args.size()) + " device pointers were passed");
+      uint64_t ptr = device_args[next_param++];
+      if (ptr % 16 != 0) throw Error("cuda run: device pointer for '" + name + "' is not 16-byte aligned");
+      values.push_back(ptr);
+    }
+    if (next_param != device_args.size())
+      throw Error("cuda run: " + launch.kernel_name + " takes " + std::to_string(next_param) +
+                  " buffers, got " + std::to_string(device_args.size()));
+    std::vector<void*> params;
+    for (CUdeviceptr& v : values) params.push_back(&v);
+    rt_.check(d.launch_kernel(functions_[k], static_cast<unsigned>(launch.grid[0]),
+                              static_cast<unsigned>(launch.grid[1]), static_cast<unsigned>(launch.grid[2]),
+                              static_cast<unsigned>(launch.block[0]), static_cast<unsigned>(launch.block[1]),
+                              static_cast<unsigned>(launch.block[2]),
+                              static_cast<unsigned>(launch.dynamic_shared_bytes), rt_.stream(), params.data(), nullptr),
+              ("cuLaunchKernel(" + launch.kernel_name + ")").c_str());
+  }
+}
+
+}  // namespace
+
+CudaRuntime* CudaRuntime::get(std::string* why) {
+  // Created once and never destroyed: tearing down a CUDA context from a static destructor races
+  // the driver's own exit handlers.
+  static std::mutex mutex;
+  static DriverRuntime* instance = nullptr;
+  static std::string failure;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto fail = [&](const std::string& reason) -> CudaRuntime* {
+    if (why) *why = reason;
+    return nullptr;
+  };
+  if (instance) {
+    if (!instance->usable())
+      return fail("CUDA context unusable after " + instance->poisoned_reason() + "; the process must restart");
+    return instance;
+  }
+  if (!failure.empty()) return fail(failure);
+
+  Driver d{};
+  if (!load_driver(d)) return fail(failure = "no CUDA driver (libcuda.so.1 not found)");
+  const char* name = nullptr;
+  CUresult r = d.init(0);
+  if (r != 0) {
+    if (d.error_name(r, &name) != 0 || !name) name = "unknown error";
+    return fail(failure = std::string("no CUDA device (cuInit: ") + name + ")");
+  }
+  int count = 0;
+  if (d.device_count(&count) != 0 || count == 0) return fail(failure = "no CUDA device");
+  try {
+    instance = new DriverRuntime(d);
+  } catch (const Error& e) {
+    return fail(failure = std::string("no CUDA device usable: ") + e.what());
+  }
+  return instance;
+}
+
+}  // namespace tessel

@@ -21,6 +21,7 @@ constexpr int64_t kRegRows = 4;   // accumulator rows in the register tile
 constexpr int64_t kRegVectors = 2;  // accumulator vectors per row
 constexpr int64_t kTileRows = 32;   // output tile per parallel task
 constexpr int64_t kTileCols = 64;
+constexpr int64_t kReduceChains = 4;  // independent accumulators in a vectorized reduction
 
 bool is_expensive(const Expr& e) {
   if (e->op == ExprOp::Call && e->math_fn() != MathFn::Abs && e->math_fn() != MathFn::Sqrt) return true;
@@ -156,21 +157,32 @@ class DefaultScheduler {
     }
   }
 
-  // reduce over k -> rfactor into `lanes` partial results, accumulated as vectors.
+  // reduce over k -> rfactor into kReduceChains x `lanes` partial results: independent vector
+  // accumulators, so the adds (or maxes) do not wait on each other's latency.
   void vectorize_reduction(const std::string& name) {
     const Operation& op = state_.op(name);
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
+    int64_t chains = op.reduce_axes[0].extent >= 8 * kReduceChains * lanes_ ? kReduceChains : 1;
     if (op.reduce_axes[0].extent < 2 * lanes_) return;
-    if (!apply(split_step(name, k, {lanes_}))) return;
+    if (!apply(split_step(name, k, {chains * lanes_}))) return;
     if (!apply(rfactor_step(name, k + ".1", static_cast<int64_t>(op.axes.size())))) return;
     const std::string rf = rfactor_stage_name(name);
     std::vector<std::string> loops = state_.stage(rf).leaf_names();  // [axes..., k.1, k.0(r)]
     std::vector<std::string> order(loops.begin(), loops.end() - 2);
     order.push_back(k + ".0");
-    order.push_back(k + ".1");
-    apply(reorder_step(rf, order));
-    apply(annotate_step(rf, k + ".1", Annotation::Vectorize));
+    std::string vec = k + ".1";
+    if (chains > 1 && apply(split_step(rf, vec, {lanes_}))) {
+      order.push_back(k + ".1.0");
+      order.push_back(k + ".1.1");
+      apply(reorder_step(rf, order));
+      apply(annotate_step(rf, k + ".1.0", Annotation::Unroll));
+      vec = k + ".1.1";
+    } else {
+      order.push_back(vec);
+      apply(reorder_step(rf, order));
+    }
+    apply(annotate_step(rf, vec, Annotation::Vectorize));
     apply(compute_at_step(rf, name, state_.stage(name).leaf_names()[0]));
   }
 

@@ -8,4 +8,10 @@ struct CpuTargetSpec {
   int num_threads = 1;    // worker threads the kernel will run on
 };
 
+// Shape parameters of GPU schedules (the defaults suit an H100).
+struct GpuTargetSpec {
+  int max_threads_per_block = 1024;
+  int64_t max_shared_bytes = 48 * 1024;  // what a schedule may use without the opt-in
+};
+
 }  // namespace tessel

@@ -17,6 +17,7 @@
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 #include "search/default_schedule.h"
+#include "search/gpu_schedule.h"
 #include "search/random_schedule.h"
 #include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
@@ -25,7 +26,7 @@ namespace tessel {
 
 namespace {
 
-Workload workload_of(const WorkloadArgs& w) { return resolve_workload(w.op, w.params, w.suite, w.case_name); }
+Workload workload_of(const WorkloadArgs& w) { return workload_of_args(w); }
 
 CpuTargetSpec host_spec() { return CpuTargetSpec{host_vector_lanes(), num_threads()}; }
 
@@ -48,6 +49,8 @@ const char* kind_name(ParamKind k) {
 
 }  // namespace
 
+Workload workload_of_args(const WorkloadArgs& w) { return resolve_workload(w.op, w.params, w.suite, w.case_name); }
+
 int cmd_ops() {
   for (const OpTemplate& t : op_templates()) {
     std::cout << t.name << "  —  " << t.summary << "\n";
@@ -68,13 +71,19 @@ int cmd_ops() {
 
 int cmd_schedule(const ScheduleArgs& args) {
   Workload w = workload_of(args.workload);
-  Trace t = args.random_seed >= 0 ? random_schedule(w.dag, static_cast<uint64_t>(args.random_seed), host_spec())
-                                  : default_schedule(w.dag, host_spec());
+  Trace t;
+  if (args.target == "cuda")
+    t = args.random_seed >= 0 ? random_gpu_schedule(w.dag, static_cast<uint64_t>(args.random_seed), GpuTargetSpec{})
+                              : default_gpu_schedule(w.dag, GpuTargetSpec{});
+  else
+    t = args.random_seed >= 0 ? random_schedule(w.dag, static_cast<uint64_t>(args.random_seed), host_spec())
+                              : default_schedule(w.dag, host_spec());
   std::cout << trace_to_json(t, true) << "\n";
   return 0;
 }
 
 int cmd_show(const ShowArgs& args) {
+  if (args.emit == "cuda") throw InputError("--emit cuda needs --target cuda");
   Workload w = workload_of(args.workload);
   if (args.emit == "te") {
     std::cout << w.dag.to_text();
@@ -172,19 +181,8 @@ int cmd_run(const RunArgs& args) {
   if (log) {
     nlohmann::json settings = {{"min_total_s", timing.min_total_s}, {"warmup_runs", timing.warmup_runs},
                                {"threads", num_threads()}, {"timer", "steady_clock"}};
-    log->begin_session(SessionInfo{"tessel run: " + w.name, settings.dump(), std::string("tessel ") + TESSEL_VERSION, "", ""});
-    MeasureRecord r;
-    r.workload = workload_info(w);
-    r.target = host_llvm_target();
-    r.trace_json = trace_to_json(trace);
-    for (double ms : t.samples_ms) r.samples_s.push_back(ms * 1e-3);
-    r.median_s = t.median_ms * 1e-3;
-    r.error = outcome->correct ? ErrorCode::Ok : ErrorCode::WrongAnswer;
-    r.error_message = outcome->message.substr(0, 1000);
-    r.build_s = build_s;
-    r.run_s = run_s;
-    r.settings_json = settings.dump();
-    record_id = log->append({r}).at(0);  // returns after COMMIT: only then is anything printed
+    Measurement m{t.samples_ms, t.median_ms, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
+    record_id = record_measurement(*log, w, host_llvm_target(), trace, m);  // returns after COMMIT
   }
   double gflops = w.dag.flops() / (t.median_ms * 1e-3) / 1e9;
   double gbps = static_cast<double>(buffers.total_bytes()) / (t.median_ms * 1e-3) / 1e9;

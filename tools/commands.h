@@ -29,6 +29,7 @@ struct CheckArgs {
   uint64_t seed = 1;
   std::string target = "llvm";
   bool verbose = false;
+  bool compile_only = false;  // cuda: build through NVRTC without a GPU
 };
 
 struct RunArgs {
@@ -42,11 +43,13 @@ struct RunArgs {
   std::string db;      // tuning log
   bool record = false; // append the measurement to the log (checks correctness first)
   bool best = false;   // run the best schedule the log holds for this workload and target
+  bool flush_l2 = true; // cuda: flush the L2 cache before every sample
 };
 
 struct ScheduleArgs {
   WorkloadArgs workload;
   int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
+  std::string target = "llvm";
 };
 
 struct DemoArgs {
@@ -55,11 +58,19 @@ struct DemoArgs {
   double min_time_s = 0.2;
 };
 
+struct Workload;
+Workload workload_of_args(const WorkloadArgs& w);
+
 int cmd_ops();
 int cmd_demo(const DemoArgs& args);
 int cmd_show(const ShowArgs& args);
 int cmd_check(const CheckArgs& args);
 int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
+
+// --target cuda (tools/cuda_commands.cpp).
+int cmd_show_cuda(const ShowArgs& args);
+int cmd_check_cuda(const CheckArgs& args);
+int cmd_run_cuda(const RunArgs& args);
 
 }  // namespace tessel

@@ -17,9 +17,10 @@ void add_workload_options(CLI::App* cmd, tessel::WorkloadArgs& w) {
   cmd->add_option("--case", w.case_name, "case name in the suite");
 }
 
-void check_target(const std::string& target) {
-  if (target != "llvm")
-    throw tessel::InputError("unknown --target '" + target + "' (this build supports: llvm)");
+bool is_cuda(const std::string& target) {
+  if (target != "llvm" && target != "cuda")
+    throw tessel::InputError("unknown --target '" + target + "' (llvm or cuda)");
+  return target == "cuda";
 }
 
 }  // namespace
@@ -47,9 +48,9 @@ int main(int argc, char** argv) {
   CLI::App* show_cmd = app.add_subcommand("show", "print the TE, the schedule, the lowered loop nest or LLVM IR");
   add_workload_options(show_cmd, show.workload);
   show_cmd->add_option("--schedule", show.schedule, "schedule JSON file, 'default' or 'none'");
-  show_cmd->add_option("--target", show.target, "llvm");
-  show_cmd->add_option("--emit", show.emit, "te | schedule | lowered | llvm")
-      ->check(CLI::IsMember({"te", "schedule", "lowered", "llvm"}));
+  show_cmd->add_option("--target", show.target, "llvm (default) or cuda");
+  show_cmd->add_option("--emit", show.emit, "te | schedule | lowered | llvm | cuda")
+      ->check(CLI::IsMember({"te", "schedule", "lowered", "llvm", "cuda"}));
   show_cmd->add_flag("--dump-passes", show.dump_passes, "print the IR after every lowering pass");
 
   tessel::CheckArgs check;
@@ -59,14 +60,16 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--random-schedules", check.random_schedules, "also check N random schedules")
       ->check(CLI::NonNegativeNumber);
   check_cmd->add_option("--seed", check.seed, "seed of the first random schedule")->check(CLI::NonNegativeNumber);
-  check_cmd->add_option("--target", check.target, "llvm");
+  check_cmd->add_option("--target", check.target, "llvm (default) or cuda");
+  check_cmd->add_flag("--compile-only", check.compile_only, "cuda: compile through NVRTC, do not run");
   check_cmd->add_flag("-v,--verbose", check.verbose, "print a line per schedule");
 
   tessel::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "build a schedule and time it");
   add_workload_options(run_cmd, run.workload);
   run_cmd->add_option("--schedule", run.schedule, "schedule JSON file, 'default' or 'none'");
-  run_cmd->add_option("--target", run.target, "llvm");
+  run_cmd->add_option("--target", run.target, "llvm (default) or cuda");
+  run_cmd->add_flag("!--no-flush-l2", run.flush_l2, "cuda: do not flush the L2 cache between samples");
   run_cmd->add_flag("--check", run.check, "also compare the result with the reference interpreter");
   run_cmd->add_flag("--json", run.json, "print one JSON object");
   run_cmd->add_option("--threads", run.threads, "worker threads, 1 to 1024 (default: every core)")
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
   add_workload_options(sched_cmd, sched.workload);
   sched_cmd->add_option("--random-seed", sched.random_seed, "print the random schedule of this seed")
       ->check(CLI::NonNegativeNumber);
+  sched_cmd->add_option("--target", sched.target, "llvm (default) or cuda");
 
   try {
     app.parse(argc, argv);
@@ -102,10 +106,11 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("ops")) return tessel::cmd_ops();
-    if (app.got_subcommand("show")) return check_target(show.target), tessel::cmd_show(show);
-    if (app.got_subcommand("check")) return check_target(check.target), tessel::cmd_check(check);
-    if (app.got_subcommand("run")) return check_target(run.target), tessel::cmd_run(run);
-    if (app.got_subcommand("schedule")) return tessel::cmd_schedule(sched);
+    if (app.got_subcommand("show")) return is_cuda(show.target) ? tessel::cmd_show_cuda(show) : tessel::cmd_show(show);
+    if (app.got_subcommand("check"))
+      return is_cuda(check.target) ? tessel::cmd_check_cuda(check) : tessel::cmd_check(check);
+    if (app.got_subcommand("run")) return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);
+    if (app.got_subcommand("schedule")) return is_cuda(sched.target), tessel::cmd_schedule(sched);
     if (app.got_subcommand("demo")) return tessel::cmd_demo(demo);
   } catch (const tessel::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -35,8 +35,25 @@ TargetInfo host_llvm_target() {
 
 WorkloadInfo workload_info(const Workload& w) { return WorkloadInfo{w.dag.workload_key(), w.dag.to_text(), w.dag.flops()}; }
 
-std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err) {
-  TargetInfo target = host_llvm_target();
+int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& target, const Trace& trace,
+                           const Measurement& m) {
+  log.begin_session(SessionInfo{"tessel run: " + w.name, m.settings_json, std::string("tessel ") + TESSEL_VERSION, "", ""});
+  MeasureRecord r;
+  r.workload = workload_info(w);
+  r.target = target;
+  r.trace_json = trace_to_json(trace);
+  for (double ms : m.samples_ms) r.samples_s.push_back(ms * 1e-3);
+  r.median_s = m.median_ms * 1e-3;
+  r.error = m.correct ? ErrorCode::Ok : ErrorCode::WrongAnswer;
+  r.error_message = m.error_message.substr(0, 1000);
+  r.build_s = m.build_s;
+  r.run_s = m.run_s;
+  r.settings_json = m.settings_json;
+  return log.append({r}).at(0);
+}
+
+std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err,
+                                         const TargetInfo& target) {
   try {
     TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);
     std::optional<MeasureRecord> best = log.best(w.dag.workload_key(), target);

@@ -14,8 +14,22 @@ namespace tessel {
 TargetInfo host_llvm_target();
 WorkloadInfo workload_info(const Workload& w);
 
+// Appends one measurement (after checking) in its own session; returns the record id once the
+// commit has returned.
+struct Measurement {
+  std::vector<double> samples_ms;
+  double median_ms = 0;
+  bool correct = true;
+  std::string error_message;
+  double build_s = 0, run_s = 0;
+  std::string settings_json;
+};
+int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& target, const Trace& trace,
+                           const Measurement& m);
+
 // The best recorded schedule for `w` on this CPU, or nullopt after printing to `err` why the default
 // schedule is used instead (a miss is a warning; an unreadable log is an error message, not a crash).
-std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err);
+std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err,
+                                         const TargetInfo& target = host_llvm_target());
 
 }  // namespace tessel

@@ -124,7 +124,7 @@ class CudaPrinter {
 
   KernelInfo analyze(const Stmt& kernel, const std::string& kernel_name) {
     KernelInfo info;
-    bool active[6] = {};
+    int64_t active[6] = {};  // extent of the enclosing loop bound to each index, 0 when none
     std::vector<Stmt> bound_loops;
     std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
       if (!s) return;
@@ -142,13 +142,20 @@ class CudaPrinter {
             if (!n || *n <= 0)
               throw CompileError("cuda codegen: loop '" + s->var + "' bound to " + s->thread_tag +
                                  " needs a positive constant extent, not " + to_string(s->extent));
-            if (active[slot])
-              throw CompileError("cuda codegen: " + s->thread_tag + " is bound twice on one path in " + kernel_name +
-                                 " (loop '" + s->var + "')");
+            // Re-binding an index inside a loop bound to it names the same hardware index again (a
+            // cooperative fetch inside a thread tile): fine when the extents agree.
+            if (active[slot] && active[slot] != *n)
+              throw CompileError("cuda codegen: " + s->thread_tag + " is bound to extents " +
+                                 std::to_string(active[slot]) + " and " + std::to_string(*n) + " on one path in " +
+                                 kernel_name + " (loop '" + s->var + "')");
+            if (active[slot]) {
+              for (const Stmt& child : s->body) walk(child);
+              return;
+            }
             bound_loops.push_back(s);
             info.extent[slot] = info.bound[slot] ? std::max(info.extent[slot], *n) : *n;
             info.bound[slot] = true;
-            active[slot] = true;
+            active[slot] = *n;
           }
           break;
         case StmtOp::Allocate:
@@ -166,7 +173,7 @@ class CudaPrinter {
         default: break;
       }
       for (const Stmt& child : s->body) walk(child);
-      if (slot >= 0) active[slot] = false;
+      if (slot >= 0) active[slot] = 0;
     };
     walk(kernel);
     // A loop bound to fewer threads than its siblings runs under a guard, which must not hide a
@@ -318,6 +325,9 @@ class CudaPrinter {
     elements = std::max<int64_t>(elements, 1);
     const std::string& id = names_.id(s->buffer);
     std::string type = c_type(s->dtype);
+    // Its own block: loop partitioning can leave two allocations of one buffer side by side.
+    line("{");
+    ++indent_;
     if (s->scope == MemScope::Shared && info_.dynamic_shared) {
       line(type + "* __restrict__ " + id + " = reinterpret_cast<" + type + "*>(tessel_dynamic_shared + " +
            std::to_string(info_.shared_offset.at(s.get())) + ");");
@@ -330,6 +340,8 @@ class CudaPrinter {
       throw CompileError("cuda codegen: buffer '" + s->buffer + "' is allocated twice");
     emit_stmt(s->body[0], false);
     buffers_.erase(s->buffer);
+    --indent_;
+    line("}");
   }
 
   DType buffer_dtype(const std::string& name) const {

@@ -1,4 +1,4 @@
-// annotate (parallel / vectorize / unroll / GPU bindings), pragma and storage_align.
+// annotate (parallel / vectorize / unroll / GPU bindings), pragma, storage_align and set_scope.
 #include "schedule/state/step_internal.h"
 
 namespace tessel::step_internal {
@@ -56,6 +56,13 @@ void apply_storage_align(State& state, const Step& step) {
   if (step.value < 1) reject("alignment factor must be positive");
   if (step.offset < 0 || step.offset >= step.value) reject("offset must be in [0, factor)");
   s.storage_align.push_back(StorageAlign{step.axis, step.value, step.offset});
+}
+
+void apply_set_scope(State& state, const Step& step) {
+  Stage& s = schedulable_stage(state, step.stage);
+  if (step.scope != MemScope::Global && state.is_output(step.stage))
+    reject("output " + step.stage + " lives in global memory; it cannot move to " + to_string(step.scope));
+  s.scope = step.scope;
 }
 
 }  // namespace tessel::step_internal

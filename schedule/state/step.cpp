@@ -22,6 +22,7 @@ const char* to_string(StepKind kind) {
     case StepKind::Annotate: return "annotate";
     case StepKind::Pragma: return "pragma";
     case StepKind::StorageAlign: return "storage_align";
+    case StepKind::SetScope: return "set_scope";
   }
   return "?";
 }
@@ -51,6 +52,7 @@ std::string Step::describe() const {
     case StepKind::Annotate: out << ", " << loop << ", " << to_string(annotation); break;
     case StepKind::Pragma: out << ", " << loop << ", " << pragma << "=" << value; break;
     case StepKind::StorageAlign: out << ", " << axis << ", " << value << ", " << offset; break;
+    case StepKind::SetScope: out << ", " << to_string(scope); break;
   }
   out << ")";
   return out.str();
@@ -114,6 +116,12 @@ Step storage_align_step(const std::string& stage, int axis, int64_t factor, int6
   return s;
 }
 
+Step set_scope_step(const std::string& stage, MemScope scope) {
+  Step s{StepKind::SetScope, stage};
+  s.scope = scope;
+  return s;
+}
+
 std::string cache_stage_name(const std::string& tensor, MemScope scope) {
   return tensor + "." + to_string(scope);
 }
@@ -173,6 +181,7 @@ void apply_step(State& state, const Step& step, int index) {
       case StepKind::Annotate: apply_annotate(next, step); break;
       case StepKind::Pragma: apply_pragma(next, step); break;
       case StepKind::StorageAlign: apply_storage_align(next, step); break;
+      case StepKind::SetScope: apply_set_scope(next, step); break;
     }
   } catch (const Rejected& r) {
     throw ScheduleError(index, step.describe(), r.reason);

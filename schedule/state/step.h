@@ -15,7 +15,7 @@ enum class StepKind : uint8_t {
   Split, Fuse, Reorder,
   ComputeAt, ComputeInline, ComputeRoot,
   CacheRead, CacheWrite, RFactor,
-  Annotate, Pragma, StorageAlign,
+  Annotate, Pragma, StorageAlign, SetScope,
 };
 const char* to_string(StepKind kind);
 
@@ -28,7 +28,7 @@ struct Step {
   std::string target_stage;         // ComputeAt: the consumer (decision together with target_loop)
   std::string target_loop;          // ComputeAt (decision)
   Annotation annotation = Annotation::None;  // Annotate
-  MemScope scope = MemScope::Local;          // CacheRead, CacheWrite
+  MemScope scope = MemScope::Local;          // CacheRead, CacheWrite, SetScope
   std::string pragma;               // Pragma: "auto_unroll_max_step"
   int64_t value = 0;                // Pragma value (decision); StorageAlign factor; RFactor factor axis
   int axis = 0;                     // StorageAlign: the dimension
@@ -51,6 +51,7 @@ Step rfactor_step(const std::string& stage, const std::string& loop, int64_t fac
 Step annotate_step(const std::string& stage, const std::string& loop, Annotation annotation);
 Step pragma_step(const std::string& stage, const std::string& loop, const std::string& pragma, int64_t value);
 Step storage_align_step(const std::string& stage, int axis, int64_t factor, int64_t offset);
+Step set_scope_step(const std::string& stage, MemScope scope);
 
 // Applies `step` (the `index`-th of its trace) to `state`. Throws ScheduleError naming the step and
 // the reason if it cannot be applied; `state` is then unchanged.

@@ -38,5 +38,6 @@ void apply_rfactor(State& state, const Step& step);
 void apply_annotate(State& state, const Step& step);
 void apply_pragma(State& state, const Step& step);
 void apply_storage_align(State& state, const Step& step);
+void apply_set_scope(State& state, const Step& step);
 
 }  // namespace tessel::step_internal

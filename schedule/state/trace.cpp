@@ -27,7 +27,7 @@ const std::vector<std::pair<StepKind, const char*>>& step_kinds() {
       {StepKind::ComputeRoot, "compute_root"}, {StepKind::CacheRead, "cache_read"},
       {StepKind::CacheWrite, "cache_write"}, {StepKind::RFactor, "rfactor"},
       {StepKind::Annotate, "annotate"}, {StepKind::Pragma, "pragma"},
-      {StepKind::StorageAlign, "storage_align"}};
+      {StepKind::StorageAlign, "storage_align"}, {StepKind::SetScope, "set_scope"}};
   return kinds;
 }
 
@@ -54,6 +54,7 @@ json step_to_json(const Step& s) {
     case StepKind::Annotate: j["loop"] = s.loop; j["annotation"] = to_string(s.annotation); break;
     case StepKind::Pragma: j["loop"] = s.loop; j["pragma"] = s.pragma; j["value"] = s.value; break;
     case StepKind::StorageAlign: j["axis"] = s.axis; j["factor"] = s.value; j["offset"] = s.offset; break;
+    case StepKind::SetScope: j["scope"] = to_string(s.scope); break;
   }
   return j;
 }
@@ -141,6 +142,7 @@ Step step_from_json(const json& j, const std::string& where) {
       s.value = r.integer("factor");
       s.offset = r.integer("offset");
       break;
+    case StepKind::SetScope: s.scope = r.scope(); break;
   }
   return s;
 }

@@ -1,0 +1,325 @@
+#include "search/gpu_schedule.h"
+
+#include <algorithm>
+#include <random>
+
+#include "schedule/lower/lower.h"
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+namespace {
+
+// The decisions a GPU schedule makes; the default uses fixed values, the random generator samples.
+struct Knobs {
+  int64_t elem_threads = 256;
+  int64_t elem_vector = 4;
+  int64_t row_threads = 0;  // 0: chosen from the row length
+  int64_t block_rows = 64, block_cols = 64;  // contraction: output tile per block
+  int64_t thread_rows = 4, thread_cols = 4;  // and per thread (registers)
+  int64_t reduce_tile = 8;                   // reduction step staged through shared memory
+  bool stage_a = true, stage_b = true;       // stage each operand in shared memory
+  int64_t unroll_max_step = 0;
+};
+
+int64_t floor_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+bool uses_axis(const Expr& read, const std::string& axis) {
+  for (const Expr& i : read->args)
+    if (uses_var(i, axis)) return true;
+  return false;
+}
+
+void collect_reads(const Expr& e, std::vector<Expr>& out) {
+  if (e->op == ExprOp::TensorRead) out.push_back(e);
+  for (const Expr& a : e->args) collect_reads(a, out);
+}
+
+class GpuScheduler {
+ public:
+  GpuScheduler(const ComputeDAG& dag, const Knobs& knobs) : dag_(dag), state_(dag), k_(knobs) {}
+
+  Trace run() {
+    const Operation& out = dag_.ops().back();
+    if (const Operation* c = find_contraction()) {
+      schedule_contraction(*c, out);
+    } else if (has_reduction()) {
+      schedule_rows(out);
+    } else {
+      for (const Operation& op : dag_.ops())
+        if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
+      schedule_elementwise(out.name);
+    }
+    return trace_;
+  }
+
+ private:
+  bool apply(const Step& step) {
+    try {
+      apply_step(state_, step, static_cast<int>(trace_.steps.size()));
+    } catch (const ScheduleError&) {
+      return false;
+    }
+    trace_.steps.push_back(step);
+    return true;
+  }
+  std::vector<std::string> leaves(const std::string& stage) const { return state_.stage(stage).leaf_names(); }
+  int64_t extent(const std::string& stage, const std::string& loop) const {
+    const Stage& s = state_.stage(stage);
+    return s.vars[s.find_var(loop)].extent;
+  }
+  bool has_reduction() const {
+    for (const Operation& op : dag_.ops())
+      if (op.reduce != ReduceKind::None) return true;
+    return false;
+  }
+  const Operation* find_contraction() const {
+    for (const Operation& op : dag_.ops()) {
+      if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul) continue;
+      const Expr &a = op.body->args[0], &b = op.body->args[1];
+      if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead) continue;
+      bool a_misses = false, b_misses = false;
+      for (const Axis& axis : op.axes) {
+        a_misses |= !uses_axis(a, axis.name) && uses_axis(b, axis.name);
+        b_misses |= !uses_axis(b, axis.name) && uses_axis(a, axis.name);
+      }
+      if (a_misses && b_misses) return &op;
+    }
+    return nullptr;
+  }
+
+  // All axes fused, then [blocks, threads, vector lanes].
+  void schedule_elementwise(const std::string& name) {
+    std::vector<std::string> loops = leaves(name);
+    std::string f = loops[0];
+    if (loops.size() > 1 && apply(fuse_step(name, loops))) f = leaves(name)[0];
+    int64_t n = extent(name, f);
+    int64_t threads = std::min(k_.elem_threads, std::max<int64_t>(32, floor_pow2(n)));
+    if (k_.elem_vector > 1 && n >= threads * k_.elem_vector && apply(split_step(name, f, {threads, k_.elem_vector}))) {
+      apply(annotate_step(name, f + ".2", Annotation::Vectorize));
+    } else {
+      apply(split_step(name, f, {threads}));
+    }
+    apply(annotate_step(name, f + ".0", Annotation::BlockX));
+    apply(annotate_step(name, f + ".1", Annotation::ThreadX));
+  }
+
+  // One block per row; the threads split the row.
+  void schedule_rows(const Operation& out) {
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != out.name && op.reduce == ReduceKind::None)
+        apply(compute_inline_step(op.name));
+    int64_t cols = out.reduce != ReduceKind::None ? out.reduce_axes[0].extent : out.shape.back();
+    int64_t threads = k_.row_threads ? k_.row_threads : std::clamp<int64_t>(floor_pow2(cols / 4), 32, 256);
+    std::string row;
+    if (out.reduce != ReduceKind::None) {
+      partial_sums(out.name, threads, /*in_place=*/true);
+      row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
+    } else {
+      row = fuse_rows(out.name, static_cast<int>(out.axes.size()) - 1);
+      std::string col = leaves(out.name).back();
+      if (apply(split_step(out.name, col, {threads}))) apply(annotate_step(out.name, col + ".1", Annotation::ThreadX));
+    }
+    apply(annotate_step(out.name, row, Annotation::BlockX));
+    for (size_t i = dag_.ops().size(); i-- > 0;) {
+      const Operation& op = dag_.ops()[i];
+      if (op.is_placeholder || op.name == out.name || op.reduce == ReduceKind::None) continue;
+      partial_sums(op.name, threads, false);
+      apply(set_scope_step(op.name, MemScope::Local));
+      apply(compute_at_step(op.name, out.name, row));
+    }
+    if (out.reduce != ReduceKind::None) apply(compute_at_step(rfactor_stage_name(out.name), out.name, row));
+    for (const Operation& op : dag_.ops())
+      if (op.reduce != ReduceKind::None && op.name != out.name)
+        apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
+  }
+
+  std::string fuse_rows(const std::string& name, int rank) {
+    std::vector<std::string> loops = leaves(name);
+    std::vector<std::string> rows(loops.begin(), loops.begin() + rank);
+    if (rows.size() > 1 && apply(fuse_step(name, rows))) return leaves(name)[0];
+    return rows.empty() ? loops[0] : rows[0];
+  }
+
+  // R[i] = reduce_k f -> R.rf[i, t] = reduce over k.0 of f(k.0 * threads + t), one partial per thread
+  // in shared memory; R then combines the partials in every thread.
+  void partial_sums(const std::string& name, int64_t threads, bool in_place) {
+    const Operation& op = state_.op(name);
+    if (op.reduce_axes.size() != 1) return;
+    const std::string k = op.reduce_axes[0].name;
+    if (!apply(split_step(name, k, {threads}))) return;
+    if (!apply(rfactor_step(name, k + ".1", static_cast<int64_t>(op.axes.size())))) return;
+    const std::string rf = rfactor_stage_name(name);
+    apply(annotate_step(rf, k + ".1", Annotation::ThreadX));
+    apply(set_scope_step(rf, MemScope::Shared));
+    (void)in_place;
+  }
+
+  void schedule_contraction(const Operation& contraction, const Operation& out) {
+    std::string compute = contraction.name;
+    if (contraction.name == out.name) {
+      apply(cache_write_step(out.name, MemScope::Local));
+      compute = cache_stage_name(out.name, MemScope::Local);
+    } else {
+      apply(set_scope_step(compute, MemScope::Local));
+      for (const Operation& op : dag_.ops()) {
+        if (op.is_placeholder || op.name == out.name || op.name == compute || op.reduce != ReduceKind::None) continue;
+        if (op.body->op == ExprOp::Select) schedule_elementwise(op.name);  // padding: once, up front
+        else apply(compute_inline_step(op.name));
+      }
+    }
+    const Operation& c = state_.op(compute);
+    std::vector<Expr> reads;
+    collect_reads(c.body, reads);
+    int rank = static_cast<int>(c.axes.size());
+    int v = rank - 1, u = -1;
+    for (const Expr& r : reads) {
+      if (uses_axis(r, c.axes[v].name)) continue;
+      for (int a = v - 1; a >= 0 && u < 0; --a) {
+        bool in_other = false;
+        for (const Expr& o : reads)
+          if (o != r && uses_axis(o, c.axes[a].name)) in_other = true;
+        if (uses_axis(r, c.axes[a].name) && !in_other) u = a;
+      }
+    }
+    // Output: [others (blockIdx.z), u.0 (blockIdx.y), v.0 (blockIdx.x), u.1 (threadIdx.y),
+    //          v.1 (threadIdx.x), u.2, v.2].
+    std::vector<std::string> axes = leaves(out.name);
+    std::vector<std::string> others, blocks, threads, regs;
+    int64_t tx = 1, ty = 1;
+    for (int a = 0; a < rank; ++a) {
+      const std::string& ax = axes[a];
+      if (a != u && a != v) {
+        others.push_back(ax);
+        continue;
+      }
+      int64_t tile = a == v ? k_.block_cols : k_.block_rows, reg = a == v ? k_.thread_cols : k_.thread_rows;
+      int64_t t = std::max<int64_t>(1, tile / reg);
+      apply(split_step(out.name, ax, {t, reg}));
+      blocks.push_back(ax + ".0");
+      threads.push_back(ax + ".1");
+      regs.push_back(ax + ".2");
+      (a == v ? tx : ty) = t;
+    }
+    std::vector<std::string> order = others;
+    for (auto* group : {&blocks, &threads, &regs}) order.insert(order.end(), group->begin(), group->end());
+    apply(reorder_step(out.name, order));
+    std::string z = others.empty() ? "" : others[0];
+    if (others.size() > 1 && apply(fuse_step(out.name, others))) z = leaves(out.name)[0];
+    if (!z.empty()) apply(annotate_step(out.name, z, Annotation::BlockZ));
+    bool has_u = blocks.size() == 2;
+    apply(annotate_step(out.name, blocks.back(), Annotation::BlockX));
+    apply(annotate_step(out.name, threads.back(), Annotation::ThreadX));
+    if (has_u) {
+      apply(annotate_step(out.name, blocks.front(), Annotation::BlockY));
+      apply(annotate_step(out.name, threads.front(), Annotation::ThreadY));
+    }
+    for (const std::string& r : regs) apply(annotate_step(out.name, r, Annotation::Unroll));
+    apply(compute_at_step(compute, out.name, threads.back()));
+
+    // The per-thread tile: [k.0, other reductions, k.1, spatial (unrolled)].
+    const Stage& cs = state_.stage(compute);
+    std::vector<std::string> spatial, reduce;
+    for (int a = 0; a < cs.num_roots; ++a) (a < cs.num_spatial_roots ? spatial : reduce).push_back(cs.vars[a].name);
+    std::string k0 = reduce[0];
+    std::vector<std::string> corder;
+    if (apply(split_step(compute, reduce[0], {k_.reduce_tile}))) {
+      k0 = reduce[0] + ".0";
+      corder.push_back(k0);
+      corder.insert(corder.end(), reduce.begin() + 1, reduce.end());
+      corder.push_back(reduce[0] + ".1");
+    } else {
+      corder = reduce;
+    }
+    corder.insert(corder.end(), spatial.begin(), spatial.end());
+    apply(reorder_step(compute, corder));
+    for (const std::string& sp : spatial) apply(annotate_step(compute, sp, Annotation::Unroll));
+    if (k_.unroll_max_step) apply(pragma_step(compute, corder.front(), "auto_unroll_max_step", k_.unroll_max_step));
+
+    // Operands staged in shared memory, fetched cooperatively by all threads of the block.
+    std::vector<std::string> tensors;
+    for (const Expr& r : reads)
+      if (std::find(tensors.begin(), tensors.end(), r->name) == tensors.end()) tensors.push_back(r->name);
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      if (!(t == 0 ? k_.stage_a : k_.stage_b)) continue;
+      if (!apply(cache_read_step(tensors[t], MemScope::Shared, {compute}))) continue;
+      const std::string shared = cache_stage_name(tensors[t], MemScope::Shared);
+      if (!apply(compute_at_step(shared, compute, k0))) continue;
+      std::vector<std::string> loops = leaves(shared);
+      std::string f = loops[0];
+      if (loops.size() > 1 && apply(fuse_step(shared, loops))) f = leaves(shared)[0];
+      if (has_u && apply(split_step(shared, f, {ty, tx}))) {
+        apply(annotate_step(shared, f + ".1", Annotation::ThreadY));
+        apply(annotate_step(shared, f + ".2", Annotation::ThreadX));
+      } else if (apply(split_step(shared, f, {tx}))) {
+        apply(annotate_step(shared, f + ".1", Annotation::ThreadX));
+      }
+    }
+  }
+
+  const ComputeDAG& dag_;
+  State state_;
+  Trace trace_;
+  Knobs k_;
+};
+
+Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
+  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  Knobs k;
+  k.elem_threads = pick({32, 64, 128, 256, 512, 1024});
+  k.elem_vector = pick({1, 2, 4});
+  k.row_threads = pick({0, 32, 64, 128, 256, 512});
+  k.block_rows = pick({8, 16, 32, 64, 128});
+  k.block_cols = pick({8, 16, 32, 64, 128});
+  k.thread_rows = pick({1, 2, 4, 8});
+  k.thread_cols = pick({1, 2, 3, 4, 8});
+  k.reduce_tile = pick({1, 3, 4, 8, 16, 32});
+  k.stage_a = pick({0, 1, 1}) != 0;
+  k.stage_b = pick({0, 1, 1}) != 0;
+  k.unroll_max_step = pick({0, 0, 16, 64, 512});
+  while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
+         target.max_threads_per_block)
+    k.block_rows /= 2;
+  return k;
+}
+
+bool lowers(const ComputeDAG& dag, const Trace& t, const GpuTargetSpec& target) {
+  try {
+    LowerOptions options;
+    options.target = LowerTarget::Gpu;
+    options.gpu_limits.max_threads_per_block = target.max_threads_per_block;
+    options.gpu_limits.max_shared_bytes = target.max_shared_bytes;
+    lower(replay(dag, t), "check", options);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
+  Trace t = GpuScheduler(dag, Knobs{}).run();
+  if (lowers(dag, t, target)) return t;
+  // A shape the fixed tile sizes do not fit (shared memory, say): fall back to smaller tiles.
+  Knobs small;
+  small.block_rows = small.block_cols = 16;
+  small.thread_rows = small.thread_cols = 2;
+  small.reduce_tile = 4;
+  return GpuScheduler(dag, small).run();
+}
+
+Trace random_gpu_schedule(const ComputeDAG& dag, uint64_t seed, const GpuTargetSpec& target) {
+  for (uint64_t attempt = 0; attempt < 64; ++attempt) {
+    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + attempt);
+    Trace t = GpuScheduler(dag, sample_knobs(rng, target)).run();
+    if (lowers(dag, t, target)) return t;
+  }
+  return default_gpu_schedule(dag, target);
+}
+
+}  // namespace tessel

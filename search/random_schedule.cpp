@@ -42,6 +42,7 @@ class Generator {
   // non-divisible factors are common.
   int64_t factor(int64_t extent) {
     int64_t cap = std::max<int64_t>(1, std::min<int64_t>(extent, 64));
+    if (target_.vector_lanes <= cap && coin(0.15)) return target_.vector_lanes;
     switch (uniform(0, 2)) {
       case 0: {
         std::vector<int64_t> divisors;

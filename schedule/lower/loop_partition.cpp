@@ -6,6 +6,8 @@ namespace tessel {
 
 namespace {
 
+constexpr int64_t kMinParallelToPeel = 16;
+
 struct Guard {
   Expr cond;
   VarRanges ranges;  // ranges of the loops between the partitioned loop and the guard
@@ -51,8 +53,9 @@ class Partitioner {
       return with_body(s, body);
     }
     const int64_t *lo = as_int(s->min), *n = as_int(s->extent);
+    // Peeling a short parallel loop would cost more parallelism than the guard costs time.
     bool can = lo && n && *n >= 2 && budget_ > 0 &&
-               (s->for_kind == ForKind::Serial || s->for_kind == ForKind::Parallel);
+               (s->for_kind == ForKind::Serial || (s->for_kind == ForKind::Parallel && *n >= kMinParallelToPeel));
     if (can && should_partition(s, outer, *lo, *n)) {
       --budget_;
       Stmt main = make_for(s->var, s->min, make_int(*n - 1), s->for_kind, s->body[0], s->thread_tag,

@@ -45,9 +45,12 @@ Stmt unroll_loops(const Stmt& s) {
       Stmt body = auto_unroll(n->body[0], n->pragma_unroll_max_step);
       return make_for(n->var, n->min, n->extent, n->for_kind, body, n->thread_tag, 0);
     }
-    if (n->for_kind == ForKind::Unrolled && unrollable(n) && *as_int(n->extent) <= kMaxExplicitUnroll)
+    if (n->for_kind != ForKind::Unrolled) return nullptr;
+    if (unrollable(n) && *as_int(n->extent) <= kMaxExplicitUnroll &&
+        *as_int(n->extent) * count_stores(n->body[0]) <= kMaxUnrolledStatements)
       return unroll_one(n);
-    return nullptr;
+    // Too large to unroll: a plain loop (asking LLVM to unroll it fully would only stall it).
+    return make_for(n->var, n->min, n->extent, ForKind::Serial, n->body[0], n->thread_tag, n->pragma_unroll_max_step);
   });
 }
 

@@ -7,8 +7,10 @@
 
 namespace tessel {
 
-// Loops marked unrolled with more iterations than this stay loops (with an unroll hint to LLVM).
+// Loops marked unrolled with more iterations than this, or whose copies would add up to more
+// statements than kMaxUnrolledStatements, stay ordinary loops.
 constexpr int64_t kMaxExplicitUnroll = 128;
+constexpr int64_t kMaxUnrolledStatements = 1024;
 
 Stmt unroll_loops(const Stmt& s);
 

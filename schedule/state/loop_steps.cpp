@@ -31,6 +31,14 @@ void apply_split(State& state, const Step& step) {
   s.relations.push_back(r);
   s.leaves.erase(s.leaves.begin() + pos);
   s.leaves.insert(s.leaves.begin() + pos, children.begin(), children.end());
+  // A stage computed at the split loop stays computed once per value of it: at the innermost part.
+  const std::string innermost = s.vars[children.back()].name;
+  const std::string stage_name = s.name;
+  for (size_t i = 0; i < state.stages().size(); ++i) {
+    Stage& other = state.mutable_stage(state.stages()[i].name);
+    if (other.loc == ComputeLoc::At && other.attach_stage == stage_name && other.attach_loop == step.loop)
+      other.attach_loop = innermost;
+  }
 }
 
 void apply_fuse(State& state, const Step& step) {

@@ -138,6 +138,7 @@ Step step_from_json(const json& j, const std::string& where) {
     case StepKind::Annotate: s.loop = r.str("loop"); s.annotation = r.annotation(); break;
     case StepKind::Pragma: s.loop = r.str("loop"); s.pragma = r.str("pragma"); s.value = r.integer("value"); break;
     case StepKind::StorageAlign:
+      if (r.integer("axis") < 0 || r.integer("axis") > 64) r.fail("field 'axis' must be a dimension index");
       s.axis = static_cast<int>(r.integer("axis"));
       s.value = r.integer("factor");
       s.offset = r.integer("offset");

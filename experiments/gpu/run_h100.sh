@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One device call on the H100: GPU tests, random-schedule checks of every op template at odd shapes,
+# tessel's default GPU schedules on the suite, and the torch baselines, all written under $OUT.
+# Usage (from the repo root, with bundle/ carried): bash experiments/gpu/run_h100.sh [mem|compute|all]
+set -uo pipefail
+group=${1:-mem}
+B=bundle
+T=$B/bin/tessel
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+
+# 1. GPU tests (kernels run and are checked on the device).
+timeout 120 $B/bin/test_cuda > "$OUT/test_cuda.txt" 2>&1; echo "test_cuda rc=$?" >> "$OUT/test_cuda.txt"
+
+# 2. 50 random schedules + the default per op template at odd shapes, checked on the GPU.
+ops=(
+  "matmul --param M=61 --param N=7 --param K=13"
+  "dense --param M=13 --param N=61 --param K=7 --param bias=1 --param act=gelu"
+  "batch_matmul --param B=3 --param M=7 --param N=13 --param K=61"
+  "conv2d --param N=2 --param C=4 --param H=13 --param W=7 --param F=6 --param KH=3 --param KW=3 --param pad=1 --param stride=2 --param groups=2 --param bias=1 --param act=silu"
+  "softmax --param rows=7 --param cols=61"
+  "layernorm --param rows=13 --param cols=127"
+  "rmsnorm --param rows=13 --param cols=61"
+  "reduce_sum --param rows=61 --param cols=127"
+  "bias_residual_layernorm --param rows=7 --param cols=61"
+  "elementwise --param shape=7x13x3 --param inputs=3 --param expr=tanh(x)*y+exp(z)-pow(abs(x),y)"
+)
+i=0
+for op in "${ops[@]}"; do
+  ( echo "== tessel check --op $op --target cuda --random-schedules 50"
+    timeout 300 $T check --op $op --target cuda --random-schedules 50 2>&1 | tail -5 | cut -c1-400
+    echo "rc=${PIPESTATUS[0]}" ) > "$OUT/check_$i.part" &
+  i=$((i+1))
+done
+wait
+cat "$OUT"/check_*.part > "$OUT/check_cuda.txt"; rm -f "$OUT"/check_*.part
+
+# 3. Default GPU schedules on the suite cases (checked where the reference is cheap).
+: > "$OUT/tessel_cuda.jsonl"
+for c in $(python3 -c "import json;print(' '.join(c['name'] for c in json.load(open('$B/suite.json'))['cases']))"); do
+  check=--check
+  case $c in gemm_4096|dense_bias_gelu_1024x768x3072|conv2d_bias_relu_b16_256x14x14_k3) check= ;; esac
+  timeout 120 $T run --target cuda --suite $B/suite.json --case "$c" --json $check >> "$OUT/tessel_cuda.jsonl" 2>> "$OUT/tessel_cuda.err" \
+    || echo "{\"workload\": \"$c\", \"failed\": true}" >> "$OUT/tessel_cuda.jsonl"
+done
+
+# 4. torch baselines, same GPU, same call.
+if [ -f $B/torch_baselines.py ]; then
+  cd "$OUT" && BUDGET_S=${BUDGET_S:-200} OUT="$OUT" timeout 280 python3 "$OLDPWD/$B/torch_baselines.py" "$group" > torch.log 2>&1
+fi
+ls -la "$OUT"

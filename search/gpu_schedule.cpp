@@ -128,14 +128,14 @@ class GpuScheduler {
     for (size_t i = dag_.ops().size(); i-- > 0;) {
       const Operation& op = dag_.ops()[i];
       if (op.is_placeholder || op.name == out.name || op.reduce == ReduceKind::None) continue;
+      // Consumers first, each reduction right after its partial sums: a stage can only move into
+      // the row loop once every stage that reads it is there.
       partial_sums(op.name, threads, false);
       apply(set_scope_step(op.name, MemScope::Local));
       apply(compute_at_step(op.name, out.name, row));
+      apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
     }
     if (out.reduce != ReduceKind::None) apply(compute_at_step(rfactor_stage_name(out.name), out.name, row));
-    for (const Operation& op : dag_.ops())
-      if (op.reduce != ReduceKind::None && op.name != out.name)
-        apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
   }
 
   std::string fuse_rows(const std::string& name, int rank) {

@@ -1,6 +1,7 @@
 #include "search/gpu_schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "schedule/lower/lower.h"
@@ -114,7 +115,11 @@ class GpuScheduler {
       if (!op.is_placeholder && op.name != out.name && op.reduce == ReduceKind::None)
         apply(compute_inline_step(op.name));
     int64_t cols = out.reduce != ReduceKind::None ? out.reduce_axes[0].extent : out.shape.back();
-    int64_t threads = k_.row_threads ? k_.row_threads : std::clamp<int64_t>(floor_pow2(cols / 4), 32, 256);
+    // Each thread reduces cols / threads elements, then combines all `threads` partials itself. On
+    // the H100 one warp per row was best up to 1024 columns (layernorm 16384x1024), 256 threads for
+    // rows of 4096 and 8192 (rmsnorm, softmax).
+    int64_t threads = k_.row_threads ? k_.row_threads
+                                     : cols <= 1024 ? 32 : std::clamp<int64_t>(floor_pow2(cols / 16), 32, 256);
     std::string row;
     if (out.reduce != ReduceKind::None) {
       partial_sums(out.name, threads, /*in_place=*/true);

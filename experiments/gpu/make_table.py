@@ -1,25 +1,17 @@
 #!/usr/bin/env python3
-"""Merges one device call's outputs (tessel_cuda.jsonl, baselines.jsonl) with the suite into a
-markdown table: tessel's default GPU schedule vs torch eager / compile / max-autotune, measured in
-the same call. Usage: make_table.py OUTDIR [suite.json] > table.md"""
+"""Merges one device call's outputs (tessel_cuda.jsonl, baselines.jsonl) into a markdown table:
+tessel's GPU schedules vs torch eager / compile / max-autotune, measured in the same call.
+Usage: make_table.py OUTDIR [suite.json] > table.md"""
 import json, sys, os
 
 out = sys.argv[1]
 suite = json.load(open(sys.argv[2] if len(sys.argv) > 2 else "experiments/suite.json"))
-cases = {c["name"]: c for c in suite["cases"]}
-
-tessel = {}
+names = [c["name"] for c in suite["cases"]]
+runs = {}
 for line in open(os.path.join(out, "tessel_cuda.jsonl")):
-    line = line.strip()
-    if not line:
-        continue
-    r = json.loads(line)
-    name = r["workload"]
-    for n in cases:  # suite runs are named by their case
-        if n == name or name.startswith(n):
-            name = n
-    tessel[name] = r
-
+    if line.strip():
+        r = json.loads(line)
+        runs.setdefault(r["case"], {})[r["schedule"]] = r
 base = {}
 path = os.path.join(out, "baselines.jsonl")
 if os.path.exists(path):
@@ -28,22 +20,27 @@ if os.path.exists(path):
         if "case" in r:
             base[r["case"]] = r
 
-def graph_ms(rec, mode):
+def graph_us(rec, mode):
     v = rec.get(mode)
-    return v.get("graph_ms") if isinstance(v, dict) else None
+    return v["graph_ms"] * 1e3 if isinstance(v, dict) and v.get("graph_ms") else None
 
-print("| case | tessel us | correct | eager us | compile us | max-autotune us | tessel / max-autotune (throughput) |")
-print("|---|---:|:---:|---:|---:|---:|---:|")
-for name in cases:
-    t = tessel.get(name, {})
+def us(r):
+    return r["median_ms"] * 1e3 if r and "median_ms" in r else None
+
+def fmt(x):
+    return f"{x:.2f}" if x else "-"
+
+print("| case | tessel default us | tessel hand us | correct | default, L2 flushed us | torch eager us | torch compile us | max-autotune us | best tessel / max-autotune |")
+print("|---|---:|---:|:---:|---:|---:|---:|---:|---:|")
+for name in names:
+    if name not in runs:
+        continue
+    r = runs[name]
+    d, h, f = us(r.get("default")), us(r.get("hand")), us(r.get("default-flush"))
+    correct = [x.get("correct") for x in (r.get("default"), r.get("hand")) if x and "correct" in x]
+    ok = "-" if all(c is None for c in correct) else ("yes" if all(c in (True, None) for c in correct) else "NO")
     b = base.get(name, {})
-    tus = t.get("median_ms", 0) * 1e3 if "median_ms" in t else None
-    ma = graph_ms(b, "max-autotune-no-cudagraphs")
-    cols = [name,
-            f"{tus:.2f}" if tus else ("failed" if t.get("failed") else "-"),
-            {True: "yes", False: "NO", None: "-"}[t.get("correct")],
-            f"{b['eager_graph_ms'] * 1e3:.2f}" if b.get("eager_graph_ms") else "-",
-            f"{graph_ms(b, 'default') * 1e3:.2f}" if graph_ms(b, "default") else "-",
-            f"{ma * 1e3:.2f}" if ma else "-",
-            f"{(ma * 1e3) / tus:.2f}" if (ma and tus) else "-"]
-    print("| " + " | ".join(cols) + " |")
+    ma = graph_us(b, "max-autotune-no-cudagraphs")
+    best = min([x for x in (d, h) if x], default=None)
+    print(f"| {name} | {fmt(d)} | {fmt(h)} | {ok} | {fmt(f)} | {fmt(b['eager_graph_ms'] * 1e3 if b.get('eager_graph_ms') else None)} "
+          f"| {fmt(graph_us(b, 'default'))} | {fmt(ma)} | {f'{ma / best:.2f}' if (ma and best) else '-'} |")

@@ -41,16 +41,16 @@ Stmt auto_unroll(const Stmt& s, int64_t budget) {
 Stmt unroll_loops(const Stmt& s) {
   return rewrite(s, nullptr, [](const Stmt& n) -> Stmt {
     if (n->op != StmtOp::For) return nullptr;
-    if (n->pragma_unroll_max_step > 0) {
-      Stmt body = auto_unroll(n->body[0], n->pragma_unroll_max_step);
-      return make_for(n->var, n->min, n->extent, n->for_kind, body, n->thread_tag, 0);
-    }
-    if (n->for_kind != ForKind::Unrolled) return nullptr;
-    if (unrollable(n) && *as_int(n->extent) <= kMaxExplicitUnroll &&
-        *as_int(n->extent) * count_stores(n->body[0]) <= kMaxUnrolledStatements)
-      return unroll_one(n);
+    Stmt loop = n;
+    if (loop->pragma_unroll_max_step > 0)
+      loop = make_for(loop->var, loop->min, loop->extent, loop->for_kind,
+                      auto_unroll(loop->body[0], loop->pragma_unroll_max_step), loop->thread_tag, 0);
+    if (loop->for_kind != ForKind::Unrolled) return loop == n ? nullptr : loop;
+    if (unrollable(loop) && *as_int(loop->extent) <= kMaxExplicitUnroll &&
+        *as_int(loop->extent) * count_stores(loop->body[0]) <= kMaxUnrolledStatements)
+      return unroll_one(loop);
     // Too large to unroll: a plain loop (asking LLVM to unroll it fully would only stall it).
-    return make_for(n->var, n->min, n->extent, ForKind::Serial, n->body[0], n->thread_tag, n->pragma_unroll_max_step);
+    return make_for(loop->var, loop->min, loop->extent, ForKind::Serial, loop->body[0], loop->thread_tag, 0);
   });
 }
 

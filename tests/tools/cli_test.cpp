@@ -189,9 +189,41 @@ TEST_CASE("malformed elementwise expressions are bad input that says where", "[c
 // ---- bad options ----------------------------------------------------------------------------------
 
 TEST_CASE("an unknown --target is bad input for show, check and run", "[cli][input]") {
-  require_bad_input(cmd("show", matmul(), {"--target", "cuda"}), {"cuda", "llvm"});
-  require_bad_input(cmd("check", matmul(), {"--target", "cuda"}), {"cuda"});
-  require_bad_input(cmd("run", matmul(), {"--target", "cuda"}), {"cuda"});
+  require_bad_input(cmd("show", matmul(), {"--target", "tpu"}), {"tpu", "llvm", "cuda"});
+  require_bad_input(cmd("check", matmul(), {"--target", "tpu"}), {"tpu"});
+  require_bad_input(cmd("run", matmul(), {"--target", "tpu"}), {"tpu"});
+}
+
+// --target cuda: CUDA C is printed and compiled through NVRTC on any machine; measuring needs a GPU.
+TEST_CASE("cuda: show prints kernels, mismatched --emit is bad input", "[cli][cuda]") {
+  RunResult r = tessel(cmd("show", matmul("33", "17", "29"), {"--target", "cuda", "--emit", "cuda"}));
+  describe(r);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out, "__global__"));
+  CHECK(contains(r.out, "// launch kernel_0 grid("));
+  require_bad_input(cmd("show", matmul(), {"--target", "cuda", "--emit", "llvm"}), {"--emit"});
+  require_bad_input(cmd("show", matmul(), {"--emit", "cuda"}), {"--target cuda"});
+}
+
+TEST_CASE("cuda: run without a GPU says so and exits 2", "[cli][cuda]") {
+  RunResult probe = tessel(cmd("run", matmul("8", "8", "8"), {"--target", "cuda", "--min-time", "0.01"}));
+  if (probe.exit_code == 0) {
+    WARN("a CUDA device is present: the no-GPU message is not tested here");
+    return;
+  }
+  CHECK(probe.exit_code == 2);
+  CHECK(starts_with(probe.err, "error: no CUDA device"));
+}
+
+TEST_CASE("cuda: check --compile-only builds default and random GPU schedules through NVRTC", "[cli][cuda]") {
+  RunResult r = tessel(cmd("check", matmul("33", "17", "29"), {"--target", "cuda", "--compile-only", "--random-schedules", "3"}));
+  describe(r);
+  if (contains(r.out, "NVRTC not available")) {
+    WARN("skipped: NVRTC not available on this machine");
+    return;
+  }
+  CHECK(r.exit_code == 0);
+  CHECK(contains(last_line(r.out), "checked 4 schedules: 4 correct"));
 }
 
 TEST_CASE("an unknown --emit is bad input", "[cli][input]") {

@@ -95,7 +95,7 @@ TEST_CASE("run --best against a damaged log says so and falls back to the defaul
   CHECK(j["correct"] == true);
 }
 
-TEST_CASE("--record and --best need --db, and --best excludes --schedule", "[cli][db][input]") {
+TEST_CASE("run: record and best need a log, and best excludes a schedule", "[cli][db][input]") {
   TempDir dir;
   for (auto args : {std::vector<std::string>{"run", "--op", "matmul", "--param", "M=8", "--param", "N=8", "--param",
                                              "K=8", "--record"},

@@ -22,7 +22,9 @@
 #include <cmath>
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
+#include "codegen/llvm/llvm_backend.h"
 #include "schedule/te/error.h"
 
 namespace tessel::llvm_backend {
@@ -100,7 +102,36 @@ class MathEmitter {
     return select(is_nan(x), x, result);
   }
 
-  Value* exp(Value* x) { return is_double_ ? exp(x, -760.0, 710.0) : exp(x, -104.0, 89.0); }
+  Value* exp(Value* x) {
+    if (!is_double_ && lanes() == 16 && host_target().vector_bits >= 512) return exp_avx512(x);
+    return is_double_ ? exp(x, -760.0, 710.0) : exp(x, -104.0, 89.0);
+  }
+
+  // 16 floats on AVX-512: vscalefps computes p * 2^n with IEEE overflow, underflow and subnormals
+  // in one instruction, and compare-selects clamp while letting NaN through (a NaN input gives
+  // NaN at every step), so the clamps and scalings of the generic path shrink from ~14
+  // instructions to 3. Same polynomial and reduction, same accuracy.
+  Value* exp_avx512(Value* x) {
+    Value* xc = select(b_.CreateFCmpOGT(x, c(89.0)), c(89.0), x);
+    xc = select(b_.CreateFCmpOLT(xc, c(-104.0)), c(-104.0), xc);
+    Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, mul(xc, c(1.4426950408889634)));
+    Value* r = fma(n, c(-0.693145751953125), xc);
+    r = fma(n, c(-1.428606765330187045e-06), r);
+    std::vector<double> taylor(8);
+    double f = 1;
+    for (int i = 0; i <= 7; ++i) {
+      if (i > 0) f *= i;
+      taylor[i] = 1.0 / f;
+    }
+    Value* p = poly(r, taylor);
+    return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                              {p, n, llvm::PoisonValue::get(ft_), b_.getInt16(0xffff), b_.getInt32(4)});
+  }
+
+  int lanes() const {
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ft_);
+    return vt ? static_cast<int>(vt->getNumElements()) : 1;
+  }
 
   Value* log(Value* x) {
     double min_normal = is_double_ ? 2.2250738585072014e-308 : 1.1754943508222875e-38;

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "schedule/te/error.h"
+#include "search/schedule_patterns.h"
 
 namespace tessel {
 
@@ -30,25 +31,14 @@ bool is_expensive(const Expr& e) {
   return false;
 }
 
-bool uses_axis(const Expr& read, const std::string& axis) {
-  for (const Expr& i : read->args)
-    if (uses_var(i, axis)) return true;
-  return false;
-}
-
-void collect_reads(const Expr& e, std::vector<Expr>& out) {
-  if (e->op == ExprOp::TensorRead) out.push_back(e);
-  for (const Expr& a : e->args) collect_reads(a, out);
-}
-
 class DefaultScheduler {
  public:
   DefaultScheduler(const ComputeDAG& dag, const CpuTargetSpec& target)
-      : dag_(dag), state_(dag), lanes_(std::max(1, target.vector_lanes)) {}
+      : dag_(dag), b_(dag), lanes_(std::max(1, target.vector_lanes)) {}
 
   Trace run() {
     const Operation& out = dag_.ops().back();
-    const Operation* contraction = find_contraction();
+    const Operation* contraction = find_contraction(dag_);
     if (contraction) {
       schedule_contraction(*contraction, out);
     } else if (has_reduction()) {
@@ -57,43 +47,19 @@ class DefaultScheduler {
       inline_all_but(out.name);
       schedule_elementwise(out.name);
     }
-    return trace_;
+    return b_.trace();
   }
 
  private:
   // Default steps are chosen for every shape; one that does not fit a shape (a loop too short to
   // split, say) is skipped rather than failing the whole schedule.
-  bool apply(const Step& step) {
-    try {
-      apply_step(state_, step, static_cast<int>(trace_.steps.size()));
-    } catch (const ScheduleError&) {
-      return false;
-    }
-    trace_.steps.push_back(step);
-    return true;
-  }
+  bool apply(const Step& step) { return b_.apply(step); }
+  const State& state() const { return b_.state(); }
 
   bool has_reduction() const {
     for (const Operation& op : dag_.ops())
       if (op.reduce != ReduceKind::None) return true;
     return false;
-  }
-
-  // A sum of products of two tensor reads, each missing an output axis the other has (A[i,k] *
-  // B[k,j]): the reuse that register tiling exploits. X[i,k] * X[i,k] is a row reduction instead.
-  const Operation* find_contraction() const {
-    for (const Operation& op : dag_.ops()) {
-      if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul) continue;
-      const Expr &a = op.body->args[0], &b = op.body->args[1];
-      if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead) continue;
-      bool a_misses = false, b_misses = false;
-      for (const Axis& axis : op.axes) {
-        a_misses |= !uses_axis(a, axis.name) && uses_axis(b, axis.name);
-        b_misses |= !uses_axis(b, axis.name) && uses_axis(a, axis.name);
-      }
-      if (a_misses && b_misses) return &op;
-    }
-    return nullptr;
   }
 
   void inline_all_but(const std::string& keep) {
@@ -102,14 +68,14 @@ class DefaultScheduler {
   }
 
   int64_t extent_of(const std::string& stage, const std::string& loop) const {
-    const Stage& s = state_.stage(stage);
+    const Stage& s = state().stage(stage);
     return s.vars[s.find_var(loop)].extent;
   }
 
   void schedule_elementwise(const std::string& name) {
-    std::vector<std::string> loops = state_.stage(name).leaf_names();
+    std::vector<std::string> loops = state().stage(name).leaf_names();
     std::string flat = loops[0];
-    if (loops.size() > 1 && apply(fuse_step(name, loops))) flat = state_.stage(name).leaf_names()[0];
+    if (loops.size() > 1 && apply(fuse_step(name, loops))) flat = state().stage(name).leaf_names()[0];
     if (apply(split_step(name, flat, {lanes_}))) {
       apply(annotate_step(name, flat + ".0", Annotation::Parallel));
       apply(annotate_step(name, flat + ".1", Annotation::Vectorize));
@@ -131,28 +97,28 @@ class DefaultScheduler {
       vectorize_reduction(out.name);
       apply(annotate_step(out.name, row_loop, Annotation::Parallel));
     } else {
-      std::vector<std::string> loops = state_.stage(out.name).leaf_names();
+      std::vector<std::string> loops = state().stage(out.name).leaf_names();
       if (loops.size() > 2) {  // rows of higher rank: fuse the row axes
         std::vector<std::string> rows(loops.begin(), loops.end() - 1);
         apply(fuse_step(out.name, rows));
       }
-      std::string col = state_.stage(out.name).leaf_names().back();
+      std::string col = state().stage(out.name).leaf_names().back();
       if (apply(split_step(out.name, col, {lanes_}))) apply(annotate_step(out.name, col + ".1", Annotation::Vectorize));
-      apply(annotate_step(out.name, state_.stage(out.name).leaf_names()[0], Annotation::Parallel));
+      apply(annotate_step(out.name, state().stage(out.name).leaf_names()[0], Annotation::Parallel));
     }
-    std::string out_row = state_.stage(out.name).leaf_names()[0];
+    std::string out_row = state().stage(out.name).leaf_names()[0];
     // Producers, consumers first, each computed per row of the output.
     for (size_t i = dag_.ops().size(); i-- > 0;) {
       const Operation& op = dag_.ops()[i];
-      if (op.is_placeholder || op.name == out.name || state_.stage(op.name).loc == ComputeLoc::Inline) continue;
+      if (op.is_placeholder || op.name == out.name || state().stage(op.name).loc == ComputeLoc::Inline) continue;
       if (op.reduce != ReduceKind::None) vectorize_reduction(op.name);
       else if (op.shape.size() >= 2) {
-        std::string col = state_.stage(op.name).leaf_names().back();
+        std::string col = state().stage(op.name).leaf_names().back();
         if (apply(split_step(op.name, col, {lanes_}))) apply(annotate_step(op.name, col + ".1", Annotation::Vectorize));
       }
       if (!apply(compute_at_step(op.name, out.name, out_row))) {
-        std::vector<std::string> consumers = state_.effective_consumers(op.name);
-        if (consumers.size() == 1) apply(compute_at_step(op.name, consumers[0], state_.stage(consumers[0]).leaf_names()[0]));
+        std::vector<std::string> consumers = state().effective_consumers(op.name);
+        if (consumers.size() == 1) apply(compute_at_step(op.name, consumers[0], state().stage(consumers[0]).leaf_names()[0]));
       }
     }
   }
@@ -160,7 +126,7 @@ class DefaultScheduler {
   // reduce over k -> rfactor into kReduceChains x `lanes` partial results: independent vector
   // accumulators, so the adds (or maxes) do not wait on each other's latency.
   void vectorize_reduction(const std::string& name) {
-    const Operation& op = state_.op(name);
+    const Operation& op = state().op(name);
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
     int64_t chains = op.reduce_axes[0].extent >= 8 * kReduceChains * lanes_ ? kReduceChains : 1;
@@ -168,7 +134,7 @@ class DefaultScheduler {
     if (!apply(split_step(name, k, {chains * lanes_}))) return;
     if (!apply(rfactor_step(name, k + ".1", static_cast<int64_t>(op.axes.size())))) return;
     const std::string rf = rfactor_stage_name(name);
-    std::vector<std::string> loops = state_.stage(rf).leaf_names();  // [axes..., k.1, k.0(r)]
+    std::vector<std::string> loops = state().stage(rf).leaf_names();  // [axes..., k.1, k.0(r)]
     std::vector<std::string> order(loops.begin(), loops.end() - 2);
     order.push_back(k + ".0");
     std::string vec = k + ".1";
@@ -183,7 +149,7 @@ class DefaultScheduler {
       apply(reorder_step(rf, order));
     }
     apply(annotate_step(rf, vec, Annotation::Vectorize));
-    apply(compute_at_step(rf, name, state_.stage(name).leaf_names()[0]));
+    apply(compute_at_step(rf, name, state().stage(name).leaf_names()[0]));
   }
 
   void schedule_contraction(const Operation& contraction, const Operation& out) {
@@ -196,28 +162,11 @@ class DefaultScheduler {
     } else {
       inline_all_but_contraction(contraction.name, out.name);
     }
-    // Axes: v = the last spatial axis (unit stride in the output); u = an axis of the read that
-    // does not depend on v, reused across the vector (A's row in matmul, the filter in conv).
-    const Operation& c = state_.op(compute);
-    std::vector<Expr> reads;
-    collect_reads(c.body, reads);
+    const Operation& c = state().op(compute);
     size_t rank = c.axes.size();
-    int v = static_cast<int>(rank) - 1, u = -1;
-    for (const Expr& r : reads) {
-      if (uses_axis(r, c.axes[v].name)) continue;
-      for (int a = v - 1; a >= 0; --a) {
-        bool in_other = false;
-        for (const Expr& o : reads)
-          if (o != r && uses_axis(o, c.axes[a].name)) in_other = true;
-        if (uses_axis(r, c.axes[a].name) && !in_other) {
-          u = a;
-          break;
-        }
-      }
-      if (u >= 0) break;
-    }
+    auto [u, v] = contraction_axes(c);
     // The output tile: u by kTileRows, v by kTileCols, outer loops fused and parallel.
-    const std::vector<std::string> out_axes = state_.stage(out.name).leaf_names();
+    const std::vector<std::string> out_axes = state().stage(out.name).leaf_names();
     const std::string ou = u >= 0 ? out_axes[u] : "", ov = out_axes[v];
     std::vector<std::string> outer, inner;
     for (size_t a = 0; a < rank; ++a) {
@@ -236,7 +185,7 @@ class DefaultScheduler {
     order.insert(order.end(), inner.begin(), inner.end());
     apply(reorder_step(out.name, order));
     std::string tile_loop = outer.empty() ? "" : outer[0];
-    if (outer.size() > 1 && apply(fuse_step(out.name, outer))) tile_loop = state_.stage(out.name).leaf_names()[0];
+    if (outer.size() > 1 && apply(fuse_step(out.name, outer))) tile_loop = state().stage(out.name).leaf_names()[0];
     if (!tile_loop.empty()) apply(annotate_step(out.name, tile_loop, Annotation::Parallel));
     std::string vec = inner.back();
     if (extent_of(out.name, vec) > lanes_ && apply(split_step(out.name, vec, {lanes_}))) vec += ".1";
@@ -244,7 +193,7 @@ class DefaultScheduler {
 
     // The contraction per tile: [others, u.0, v.0, reduce..., u.1 (unrolled), v.1 (unrolled), v.2 (vector)].
     if (!tile_loop.empty()) apply(compute_at_step(compute, out.name, tile_loop));
-    const Stage& cs = state_.stage(compute);
+    const Stage& cs = state().stage(compute);
     std::vector<std::string> spatial_outer, reduce, reg;
     std::string cv = cs.vars[v].name, cu = u >= 0 ? cs.vars[u].name : "";
     for (int a = 0; a < cs.num_roots; ++a) {
@@ -284,8 +233,7 @@ class DefaultScheduler {
   }
 
   const ComputeDAG& dag_;
-  State state_;
-  Trace trace_;
+  TraceBuilder b_;
   int64_t lanes_;
 };
 

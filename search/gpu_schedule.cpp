@@ -6,6 +6,7 @@
 
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
+#include "search/schedule_patterns.h"
 
 namespace tessel {
 
@@ -29,24 +30,13 @@ int64_t floor_pow2(int64_t n) {
   return p;
 }
 
-bool uses_axis(const Expr& read, const std::string& axis) {
-  for (const Expr& i : read->args)
-    if (uses_var(i, axis)) return true;
-  return false;
-}
-
-void collect_reads(const Expr& e, std::vector<Expr>& out) {
-  if (e->op == ExprOp::TensorRead) out.push_back(e);
-  for (const Expr& a : e->args) collect_reads(a, out);
-}
-
 class GpuScheduler {
  public:
-  GpuScheduler(const ComputeDAG& dag, const Knobs& knobs) : dag_(dag), state_(dag), k_(knobs) {}
+  GpuScheduler(const ComputeDAG& dag, const Knobs& knobs) : dag_(dag), b_(dag), k_(knobs) {}
 
   Trace run() {
     const Operation& out = dag_.ops().back();
-    if (const Operation* c = find_contraction()) {
+    if (const Operation* c = find_contraction(dag_)) {
       schedule_contraction(*c, out);
     } else if (has_reduction()) {
       schedule_rows(out);
@@ -55,22 +45,15 @@ class GpuScheduler {
         if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
       schedule_elementwise(out.name);
     }
-    return trace_;
+    return b_.trace();
   }
 
  private:
-  bool apply(const Step& step) {
-    try {
-      apply_step(state_, step, static_cast<int>(trace_.steps.size()));
-    } catch (const ScheduleError&) {
-      return false;
-    }
-    trace_.steps.push_back(step);
-    return true;
-  }
-  std::vector<std::string> leaves(const std::string& stage) const { return state_.stage(stage).leaf_names(); }
+  bool apply(const Step& step) { return b_.apply(step); }
+  const State& state() const { return b_.state(); }
+  std::vector<std::string> leaves(const std::string& stage) const { return state().stage(stage).leaf_names(); }
   int64_t extent(const std::string& stage, const std::string& loop) const {
-    const Stage& s = state_.stage(stage);
+    const Stage& s = state().stage(stage);
     return s.vars[s.find_var(loop)].extent;
   }
   bool has_reduction() const {
@@ -78,21 +61,6 @@ class GpuScheduler {
       if (op.reduce != ReduceKind::None) return true;
     return false;
   }
-  const Operation* find_contraction() const {
-    for (const Operation& op : dag_.ops()) {
-      if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul) continue;
-      const Expr &a = op.body->args[0], &b = op.body->args[1];
-      if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead) continue;
-      bool a_misses = false, b_misses = false;
-      for (const Axis& axis : op.axes) {
-        a_misses |= !uses_axis(a, axis.name) && uses_axis(b, axis.name);
-        b_misses |= !uses_axis(b, axis.name) && uses_axis(a, axis.name);
-      }
-      if (a_misses && b_misses) return &op;
-    }
-    return nullptr;
-  }
-
   // All axes fused, then [blocks, threads, vector lanes].
   void schedule_elementwise(const std::string& name) {
     std::vector<std::string> loops = leaves(name);
@@ -153,7 +121,7 @@ class GpuScheduler {
   // R[i] = reduce_k f -> R.rf[i, t] = reduce over k.0 of f(k.0 * threads + t), one partial per thread
   // in shared memory; R then combines the partials in every thread.
   void partial_sums(const std::string& name, int64_t threads, bool in_place) {
-    const Operation& op = state_.op(name);
+    const Operation& op = state().op(name);
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
     if (!apply(split_step(name, k, {threads}))) return;
@@ -177,20 +145,10 @@ class GpuScheduler {
         else apply(compute_inline_step(op.name));
       }
     }
-    const Operation& c = state_.op(compute);
-    std::vector<Expr> reads;
-    collect_reads(c.body, reads);
+    const Operation& c = state().op(compute);
+    std::vector<Expr> reads = tensor_reads(c.body);
     int rank = static_cast<int>(c.axes.size());
-    int v = rank - 1, u = -1;
-    for (const Expr& r : reads) {
-      if (uses_axis(r, c.axes[v].name)) continue;
-      for (int a = v - 1; a >= 0 && u < 0; --a) {
-        bool in_other = false;
-        for (const Expr& o : reads)
-          if (o != r && uses_axis(o, c.axes[a].name)) in_other = true;
-        if (uses_axis(r, c.axes[a].name) && !in_other) u = a;
-      }
-    }
+    auto [u, v] = contraction_axes(c);
     // Output: [others (blockIdx.z), u.0 (blockIdx.y), v.0 (blockIdx.x), u.1 (threadIdx.y),
     //          v.1 (threadIdx.x), u.2, v.2].
     std::vector<std::string> axes = leaves(out.name);
@@ -227,7 +185,7 @@ class GpuScheduler {
     apply(compute_at_step(compute, out.name, threads.back()));
 
     // The per-thread tile: [k.0, other reductions, k.1, spatial (unrolled)].
-    const Stage& cs = state_.stage(compute);
+    const Stage& cs = state().stage(compute);
     std::vector<std::string> spatial, reduce;
     for (int a = 0; a < cs.num_roots; ++a) (a < cs.num_spatial_roots ? spatial : reduce).push_back(cs.vars[a].name);
     std::string k0 = reduce[0];
@@ -267,8 +225,7 @@ class GpuScheduler {
   }
 
   const ComputeDAG& dag_;
-  State state_;
-  Trace trace_;
+  TraceBuilder b_;
   Knobs k_;
 };
 

@@ -5,6 +5,7 @@
 
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
+#include "search/schedule_patterns.h"
 
 namespace tessel {
 
@@ -13,13 +14,13 @@ namespace {
 class Generator {
  public:
   Generator(const ComputeDAG& dag, uint64_t seed, const CpuTargetSpec& target)
-      : dag_(dag), rng_(seed), target_(target), state_(dag) {}
+      : dag_(dag), rng_(seed), target_(target), b_(dag) {}
 
   Trace run() {
     choose_structure();
     choose_loops();
     choose_locations();
-    return trace_;
+    return b_.trace();
   }
 
  private:
@@ -28,15 +29,8 @@ class Generator {
   template <typename T>
   const T& pick(const std::vector<T>& v) { return v[uniform(0, static_cast<int64_t>(v.size()) - 1)]; }
 
-  bool apply(const Step& step) {
-    try {
-      apply_step(state_, step, static_cast<int>(trace_.steps.size()));
-    } catch (const ScheduleError&) {
-      return false;
-    }
-    trace_.steps.push_back(step);
-    return true;
-  }
+  bool apply(const Step& step) { return b_.apply(step); }
+  const State& state() const { return b_.state(); }
 
   // A tile length for a loop of `extent`: a divisor, a power of two or any small number, so that
   // non-divisible factors are common.
@@ -61,26 +55,26 @@ class Generator {
 
   std::vector<std::string> compute_stages_reversed() const {
     std::vector<std::string> out;
-    for (size_t i = state_.ops().size(); i-- > 0;)
-      if (!state_.ops()[i].is_placeholder && state_.stages()[i].loc != ComputeLoc::Inline)
-        out.push_back(state_.ops()[i].name);
+    for (size_t i = state().ops().size(); i-- > 0;)
+      if (!state().ops()[i].is_placeholder && state().stages()[i].loc != ComputeLoc::Inline)
+        out.push_back(state().ops()[i].name);
     return out;
   }
 
   // Inlining, cache_write, rfactor and cache_read: the choices that add or remove stages.
   void choose_structure() {
     for (const std::string& name : compute_stages_reversed()) {
-      const Operation& op = state_.op(name);
+      const Operation& op = state().op(name);
       if (op.reduce == ReduceKind::None) {
-        if (!state_.is_output(name) && coin(0.5)) apply(compute_inline_step(name));
+        if (!state().is_output(name) && coin(0.5)) apply(compute_inline_step(name));
         continue;
       }
       if (coin(0.2)) {
-        const Stage& s = state_.stage(name);
+        const Stage& s = state().stage(name);
         const IterVar& k = s.vars[s.num_spatial_roots + uniform(0, s.num_roots - s.num_spatial_roots - 1)];
         std::string loop = k.name;
         if (apply(split_step(name, loop, {factor(k.extent)}))) {
-          const Stage& split = state_.stage(name);
+          const Stage& split = state().stage(name);
           std::string part = split.leaf_names()[split.leaf_position(loop + ".0") + uniform(0, 1)];
           int64_t axis = uniform(0, static_cast<int64_t>(op.axes.size()));
           apply(rfactor_step(name, part, axis));
@@ -92,17 +86,17 @@ class Generator {
     if (coin(0.15)) {
       std::vector<std::string> inputs = dag_.inputs();
       const std::string& input = pick(inputs);
-      std::vector<std::string> readers = state_.effective_consumers(input);
-      if (readers.size() == 1 && state_.consumers(input).size() == 1)
+      std::vector<std::string> readers = state().effective_consumers(input);
+      if (readers.size() == 1 && state().consumers(input).size() == 1)
         apply(cache_read_step(input, MemScope::Local, readers));
     }
   }
 
   void choose_loops() {
     for (const std::string& name : compute_stages_reversed()) {
-      for (const std::string& loop : state_.stage(name).leaf_names()) {
+      for (const std::string& loop : state().stage(name).leaf_names()) {
         if (!coin(0.7)) continue;
-        const Stage& s = state_.stage(name);
+        const Stage& s = state().stage(name);
         int64_t extent = s.vars[s.find_var(loop)].extent;
         std::vector<int64_t> factors;
         int levels = static_cast<int>(uniform(1, 3));
@@ -114,19 +108,19 @@ class Generator {
         }
         apply(split_step(name, loop, factors));
       }
-      std::vector<std::string> leaves = state_.stage(name).leaf_names();
+      std::vector<std::string> leaves = state().stage(name).leaf_names();
       if (coin(0.6)) {
         std::shuffle(leaves.begin(), leaves.end(), rng_);
         apply(reorder_step(name, leaves));
       }
-      leaves = state_.stage(name).leaf_names();
+      leaves = state().stage(name).leaf_names();
       if (leaves.size() >= 2 && coin(0.3)) apply(fuse_step(name, {leaves[0], leaves[1]}));
       annotate(name);
     }
   }
 
   void annotate(const std::string& name) {
-    std::vector<std::string> leaves = state_.stage(name).leaf_names();
+    std::vector<std::string> leaves = state().stage(name).leaf_names();
     if (coin(0.6)) apply(annotate_step(name, leaves.front(), Annotation::Parallel));
     if (leaves.size() > 1 && coin(0.2)) apply(annotate_step(name, leaves[1], Annotation::Parallel));
     if (coin(0.6)) apply(annotate_step(name, leaves.back(), Annotation::Vectorize));
@@ -135,21 +129,21 @@ class Generator {
       static const std::vector<int64_t> steps = {0, 16, 64, 512};
       apply(pragma_step(name, leaves.front(), "auto_unroll_max_step", pick(steps)));
     }
-    if (!state_.is_output(name) && coin(0.1)) {
-      int rank = static_cast<int>(state_.op(name).shape.size());
+    if (!state().is_output(name) && coin(0.1)) {
+      int rank = static_cast<int>(state().op(name).shape.size());
       apply(storage_align_step(name, static_cast<int>(uniform(0, rank - 1)), uniform(1, 8) * 4, uniform(0, 3)));
     }
   }
 
   void choose_locations() {
     for (const std::string& name : compute_stages_reversed()) {
-      if (state_.is_output(name)) continue;
-      std::vector<std::string> consumers = state_.effective_consumers(name);
+      if (state().is_output(name)) continue;
+      std::vector<std::string> consumers = state().effective_consumers(name);
       if (consumers.empty()) continue;
       double p = name.find(".local") != std::string::npos ? 0.85 : 0.5;
       if (!coin(p)) continue;
       const std::string& target = pick(consumers);
-      std::vector<std::string> loops = state_.stage(target).leaf_names();
+      std::vector<std::string> loops = state().stage(target).leaf_names();
       // Prefer the loops sharing stages already attached, so multi-consumer stages can follow.
       apply(compute_at_step(name, target, pick(loops)));
     }
@@ -158,8 +152,7 @@ class Generator {
   const ComputeDAG& dag_;
   std::mt19937_64 rng_;
   CpuTargetSpec target_;
-  State state_;
-  Trace trace_;
+  TraceBuilder b_;
 };
 
 }  // namespace

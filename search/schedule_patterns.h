@@ -1,0 +1,44 @@
+// What the schedule generators share: a trace under construction whose steps are kept only when
+// they apply, and the structural questions they ask of a DAG (is there a contraction, which axes
+// carry its reuse).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule/state/trace.h"
+
+namespace tessel {
+
+// A State with the trace that built it. apply() keeps a step only when it applies: generators try
+// steps that may not fit every shape (a split of a loop shorter than its factor, say) and go on.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(const ComputeDAG& dag) : state_(dag) {}
+  bool apply(const Step& step);
+  const State& state() const { return state_; }
+  const Trace& trace() const { return trace_; }
+
+ private:
+  State state_;
+  Trace trace_;
+};
+
+// Whether a tensor read indexes with `axis`.
+bool read_uses_axis(const Expr& read, const std::string& axis);
+// Every TensorRead in `e`, in order.
+std::vector<Expr> tensor_reads(const Expr& e);
+
+// A sum of products of two tensor reads, each missing an output axis the other has (A[i,k] *
+// B[k,j]): the reuse register tiling exploits. X[i,k] * X[i,k] is a row reduction, not one.
+const Operation* find_contraction(const ComputeDAG& dag);
+
+// Tiling axes of a contraction: `v` is the last spatial axis (unit stride in the output); `u` is an
+// axis that only the read not indexed by v uses (A's row in matmul, the filter in conv), -1 if none.
+struct ContractionAxes {
+  int u = -1;
+  int v = 0;
+};
+ContractionAxes contraction_axes(const Operation& c);
+
+}  // namespace tessel

@@ -18,9 +18,16 @@ CheckOutcome check_cpu_kernel(const CpuKernel& kernel, const HostTensors& inputs
   buffers.set_inputs(inputs);
   buffers.poison_outputs();
   kernel.kernel->run(buffers.args());
-  for (const BufferParam& p : kernel.func.params) {
+  return compare_outputs(kernel.func.params, [&](const std::string& name) { return buffers.read(name); }, reference,
+                         dag);
+}
+
+CheckOutcome compare_outputs(const std::vector<BufferParam>& params,
+                             const std::function<std::vector<float>(const std::string&)>& read,
+                             const ReferenceTensors& reference, const ComputeDAG& dag) {
+  for (const BufferParam& p : params) {
     if (!p.is_output) continue;
-    CompareResult c = compare_with_reference(dag.op(p.name), buffers.read(p.name), reference.at(p.name));
+    CompareResult c = compare_with_reference(dag.op(p.name), read(p.name), reference.at(p.name));
     if (c.mismatches > 0)
       return {false, std::to_string(c.mismatches) + " wrong values in " + p.name + ", first " + c.first_mismatch};
   }

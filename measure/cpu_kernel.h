@@ -2,6 +2,7 @@
 // reference interpreter.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,12 @@ struct CheckOutcome {
   bool correct = false;
   std::string message;  // the first mismatch, or why it could not run
 };
+
+// Compares every output among `params`, read through `read`, with `reference`: the first mismatch
+// decides the message.
+CheckOutcome compare_outputs(const std::vector<BufferParam>& params,
+                             const std::function<std::vector<float>(const std::string&)>& read,
+                             const ReferenceTensors& reference, const ComputeDAG& dag);
 
 // Runs `kernel` once on `inputs` (outputs poisoned with NaN first) and compares every output with
 // `reference`.

@@ -63,13 +63,8 @@ CheckOutcome check_cuda_kernel(CudaRuntime& rt, const CudaBuild& build, const Ho
   buffers.poison_outputs();
   module->run(buffers.args());
   rt.synchronize();
-  for (const BufferParam& p : build.func.params) {
-    if (!p.is_output) continue;
-    CompareResult c = compare_with_reference(dag.op(p.name), buffers.read(p.name), reference.at(p.name));
-    if (c.mismatches > 0)
-      return {false, std::to_string(c.mismatches) + " wrong values in " + p.name + ", first " + c.first_mismatch};
-  }
-  return {true, ""};
+  return compare_outputs(build.func.params, [&](const std::string& name) { return buffers.read(name); }, reference,
+                         dag);
 }
 
 }  // namespace tessel

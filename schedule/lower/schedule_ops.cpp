@@ -112,9 +112,11 @@ class NestBuilder {
     std::vector<Expr> all_preds = stage_predicates(info, op.shape, values, false);
     if (op.reduce != ReduceKind::None) {
       Expr acc = make_tensor_read(name, index, body->type);
+      // The accumulator starts at -inf / +inf and only ever takes non-NaN values, so fmax(acc, x)
+      // is exactly select(x > acc, x, acc): one vector max instead of a NaN-aware sequence.
       Expr combined = op.reduce == ReduceKind::Sum   ? acc + body
-                      : op.reduce == ReduceKind::Max ? max(acc, body)
-                                                     : min(acc, body);
+                      : op.reduce == ReduceKind::Max ? make_select(body > acc, body, acc)
+                                                     : make_select(body < acc, body, acc);
       update = guard(all_preds, make_provide(name, index, combined));
       init = guard(stage_predicates(info, op.shape, values, true),
                    make_provide(name, index, make_float(reduce_init(op.reduce))));

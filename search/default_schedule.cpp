@@ -153,8 +153,6 @@ class DefaultScheduler {
   }
 
   void schedule_contraction(const Operation& contraction, const Operation& out) {
-    for (const Operation& op : dag_.ops())
-      if (!op.is_placeholder && op.name != out.name && op.name != contraction.name) apply(compute_root_step(op.name));
     std::string compute = contraction.name;
     if (contraction.name == out.name) {
       apply(cache_write_step(out.name, MemScope::Local));

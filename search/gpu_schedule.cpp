@@ -90,7 +90,7 @@ class GpuScheduler {
                                      : cols <= 1024 ? 32 : std::clamp<int64_t>(floor_pow2(cols / 16), 32, 256);
     std::string row;
     if (out.reduce != ReduceKind::None) {
-      partial_sums(out.name, threads, /*in_place=*/true);
+      partial_sums(out.name, threads);
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
     } else {
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()) - 1);
@@ -103,7 +103,7 @@ class GpuScheduler {
       if (op.is_placeholder || op.name == out.name || op.reduce == ReduceKind::None) continue;
       // Consumers first, each reduction right after its partial sums: a stage can only move into
       // the row loop once every stage that reads it is there.
-      partial_sums(op.name, threads, false);
+      partial_sums(op.name, threads);
       apply(set_scope_step(op.name, MemScope::Local));
       apply(compute_at_step(op.name, out.name, row));
       apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
@@ -120,7 +120,7 @@ class GpuScheduler {
 
   // R[i] = reduce_k f -> R.rf[i, t] = reduce over k.0 of f(k.0 * threads + t), one partial per thread
   // in shared memory; R then combines the partials in every thread.
-  void partial_sums(const std::string& name, int64_t threads, bool in_place) {
+  void partial_sums(const std::string& name, int64_t threads) {
     const Operation& op = state().op(name);
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
@@ -129,7 +129,6 @@ class GpuScheduler {
     const std::string rf = rfactor_stage_name(name);
     apply(annotate_step(rf, k + ".1", Annotation::ThreadX));
     apply(set_scope_step(rf, MemScope::Shared));
-    (void)in_place;
   }
 
   void schedule_contraction(const Operation& contraction, const Operation& out) {

@@ -16,6 +16,7 @@
 
 #include "database/record_rows.h"
 #include "database/tuning_log.h"
+#include "database/tuning_log_json.h"
 #include "database/tuning_log_impl.h"
 
 namespace tessel {
@@ -33,17 +34,24 @@ struct ImportItem {
   std::string origin;  // "FILE: line 7" or "FILE: record 12"
 };
 
+}  // namespace
+
+json target_json(const TargetInfo& t) {
+  return json{{"kind", t.kind},
+              {"arch", t.arch},
+              {"device_name", t.device_name},
+              {"driver_version", t.driver_version},
+              {"toolkit_version", t.toolkit_version},
+              {"cpu_features", t.cpu_features}};
+}
+
+namespace {
+
 json to_line(const MeasureRecord& r, const SessionInfo& s) {
   return json{
       {"v", kFormatVersion},
       {"workload", {{"key", r.workload.key}, {"text", r.workload.text}, {"flops", r.workload.flops}}},
-      {"target",
-       {{"kind", r.target.kind},
-        {"arch", r.target.arch},
-        {"device_name", r.target.device_name},
-        {"driver_version", r.target.driver_version},
-        {"toolkit_version", r.target.toolkit_version},
-        {"cpu_features", r.target.cpu_features}}},
+      {"target", target_json(r.target)},
       {"session",
        {{"start_time", s.start_time},
         {"label", s.label},

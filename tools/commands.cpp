@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "codegen/cuda/cuda_backend.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/llvm/parallel_runtime.h"
 #include "measure/cpu_kernel.h"
@@ -30,11 +31,7 @@ Workload workload_of(const WorkloadArgs& w) { return workload_of_args(w); }
 
 CpuTargetSpec host_spec() { return CpuTargetSpec{host_vector_lanes(), num_threads()}; }
 
-Trace schedule_of(const Workload& w, const std::string& spec) {
-  if (spec == "default" || spec.empty()) return default_schedule(w.dag, host_spec());
-  if (spec == "none") return Trace{};
-  return load_trace_file(spec);
-}
+Trace schedule_of(const Workload& w, const std::string& spec) { return schedule_for(w, spec, "llvm"); }
 
 const char* kind_name(ParamKind k) {
   switch (k) {
@@ -48,6 +45,13 @@ const char* kind_name(ParamKind k) {
 }
 
 }  // namespace
+
+Trace schedule_for(const Workload& w, const std::string& spec, const std::string& target) {
+  if (spec == "default" || spec.empty())
+    return target == "cuda" ? default_gpu_schedule(w.dag, GpuTargetSpec{}) : default_schedule(w.dag, host_spec());
+  if (spec == "none") return Trace{};
+  return load_trace_file(spec);
+}
 
 Workload workload_of_args(const WorkloadArgs& w) { return resolve_workload(w.op, w.params, w.suite, w.case_name); }
 
@@ -83,26 +87,30 @@ int cmd_schedule(const ScheduleArgs& args) {
 }
 
 int cmd_show(const ShowArgs& args) {
-  if (args.emit == "cuda") throw InputError("--emit cuda needs --target cuda");
+  bool cuda = args.target == "cuda";
+  if (args.emit == "cuda" && !cuda) throw InputError("--emit cuda needs --target cuda");
+  if (args.emit == "llvm" && cuda) throw InputError("--emit llvm is for --target llvm; use --emit cuda");
   Workload w = workload_of(args.workload);
   if (args.emit == "te") {
     std::cout << w.dag.to_text();
     return 0;
   }
-  Trace trace = schedule_of(w, args.schedule);
+  Trace trace = schedule_for(w, args.schedule, args.target);
   State state = replay(w.dag, trace);
   if (args.emit == "schedule") {
     std::cout << trace_to_json(trace, true) << "\n\n" << state.to_string();
     return 0;
   }
   LowerOptions options;
+  options.target = cuda ? LowerTarget::Gpu : LowerTarget::Cpu;
   if (args.dump_passes) options.dump = &std::cout;
   LoweredFunc f = lower(state, "kernel", options);
   if (args.emit == "lowered") {
     if (!args.dump_passes) std::cout << to_string(f);
     return 0;
   }
-  std::cout << emit_llvm_ir(f);
+  if (cuda) print_cuda_program(std::cout, emit_cuda(f));
+  else std::cout << emit_llvm_ir(f);
   return 0;
 }
 

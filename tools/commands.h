@@ -2,6 +2,7 @@
 // input (the caller prints InputError / ScheduleError messages as `error: ...`).
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,13 @@ struct DemoArgs {
 };
 
 struct Workload;
+struct Trace;
+struct CudaProgram;
 Workload workload_of_args(const WorkloadArgs& w);
+// The schedule a command runs: a JSON file, "default" (the target's default schedule) or "none".
+Trace schedule_for(const Workload& w, const std::string& spec, const std::string& target);
+// The kernels' source followed by one `// launch` line per kernel.
+void print_cuda_program(std::ostream& out, const CudaProgram& program);
 
 int cmd_ops();
 int cmd_demo(const DemoArgs& args);
@@ -69,7 +76,6 @@ int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
 
 // --target cuda (tools/cuda_commands.cpp).
-int cmd_show_cuda(const ShowArgs& args);
 int cmd_check_cuda(const CheckArgs& args);
 int cmd_run_cuda(const RunArgs& args);
 

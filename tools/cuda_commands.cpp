@@ -1,4 +1,4 @@
-// tessel show / check / run with --target cuda.
+// tessel check / run with --target cuda, and the printing of CUDA programs.
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -17,12 +17,6 @@
 namespace tessel {
 
 namespace {
-
-Trace gpu_schedule_of(const Workload& w, const std::string& spec) {
-  if (spec == "default" || spec.empty()) return default_gpu_schedule(w.dag, GpuTargetSpec{});
-  if (spec == "none") return Trace{};
-  return load_trace_file(spec);
-}
 
 // The device, or an InputError-style exit: measuring on a machine without one is a usage problem.
 CudaRuntime& require_device() {
@@ -44,34 +38,12 @@ TargetInfo cuda_target(const CudaDeviceInfo& d) {
 
 }  // namespace
 
-int cmd_show_cuda(const ShowArgs& args) {
-  if (args.emit == "llvm") throw InputError("--emit llvm is for --target llvm; use --emit cuda");
-  Workload w = workload_of_args(args.workload);
-  if (args.emit == "te") {
-    std::cout << w.dag.to_text();
-    return 0;
-  }
-  Trace trace = gpu_schedule_of(w, args.schedule);
-  if (args.emit == "schedule") {
-    std::cout << trace_to_json(trace, true) << "\n\n" << replay(w.dag, trace).to_string();
-    return 0;
-  }
-  if (args.emit == "lowered") {
-    LowerOptions options;
-    options.target = LowerTarget::Gpu;
-    if (args.dump_passes) options.dump = &std::cout;
-    LoweredFunc f = lower(replay(w.dag, trace), "kernel", options);
-    if (!args.dump_passes) std::cout << to_string(f);
-    return 0;
-  }
-  CudaBuild b = build_cuda_kernel(w.dag, trace, "sm_90", false);
-  std::cout << b.program.source;
-  for (const CudaLaunch& l : b.program.launches)
-    std::cout << "// launch " << l.kernel_name << " grid(" << l.grid[0] << ", " << l.grid[1] << ", " << l.grid[2]
-              << ") block(" << l.block[0] << ", " << l.block[1] << ", " << l.block[2] << ")"
-              << (l.dynamic_shared_bytes ? " dynamic shared " + std::to_string(l.dynamic_shared_bytes) + " B" : "")
-              << "\n";
-  return 0;
+void print_cuda_program(std::ostream& out, const CudaProgram& program) {
+  out << program.source;
+  for (const CudaLaunch& l : program.launches)
+    out << "// launch " << l.kernel_name << " grid(" << l.grid[0] << ", " << l.grid[1] << ", " << l.grid[2]
+        << ") block(" << l.block[0] << ", " << l.block[1] << ", " << l.block[2] << ")"
+        << (l.dynamic_shared_bytes ? " dynamic shared " + std::to_string(l.dynamic_shared_bytes) + " B" : "") << "\n";
 }
 
 int cmd_check_cuda(const CheckArgs& args) {
@@ -138,7 +110,7 @@ int cmd_run_cuda(const RunArgs& args) {
   TargetInfo target = cuda_target(rt.device());
   std::optional<Trace> best;
   if (args.best) best = best_recorded_trace(args.db, w, std::cerr, target);
-  Trace trace = best ? *best : gpu_schedule_of(w, args.schedule);
+  Trace trace = best ? *best : schedule_for(w, args.schedule, "cuda");
   std::optional<TuningLog> log;
   if (args.record) log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
 

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "database/tuning_log.h"
+#include "database/tuning_log_json.h"
 
 namespace tessel {
 namespace {
@@ -116,13 +117,7 @@ int best(const Arguments& a, std::ostream& out) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : records) {
       list.push_back({{"workload", r.workload.key},
-                      {"target",
-                       {{"kind", r.target.kind},
-                        {"arch", r.target.arch},
-                        {"device_name", r.target.device_name},
-                        {"driver_version", r.target.driver_version},
-                        {"toolkit_version", r.target.toolkit_version},
-                        {"cpu_features", r.target.cpu_features}}},
+                      {"target", target_json(r.target)},
                       {"median_s", r.median_s},
                       {"gflops", r.median_s > 0 ? r.workload.flops / r.median_s * 1e-9 : 0.0},
                       {"record_id", r.id},

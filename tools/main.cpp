@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("ops")) return tessel::cmd_ops();
-    if (app.got_subcommand("show")) return is_cuda(show.target) ? tessel::cmd_show_cuda(show) : tessel::cmd_show(show);
+    if (app.got_subcommand("show")) return is_cuda(show.target), tessel::cmd_show(show);
     if (app.got_subcommand("check"))
       return is_cuda(check.target) ? tessel::cmd_check_cuda(check) : tessel::cmd_check(check);
     if (app.got_subcommand("run")) return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);

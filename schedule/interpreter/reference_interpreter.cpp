@@ -145,19 +145,12 @@ class Evaluator {
   int64_t compare(const Node& n) const {
     const Node& a = n.args[0];
     const Node& b = n.args[1];
-    if (a.is_float) {
-      double x = real(a), y = real(b);
-      switch (n.op) {
-        case ExprOp::EQ: return x == y;
-        case ExprOp::NE: return x != y;
-        case ExprOp::LT: return x < y;
-        case ExprOp::LE: return x <= y;
-        case ExprOp::GT: return x > y;
-        default: return x >= y;
-      }
-    }
-    int64_t x = integer(a), y = integer(b);
-    switch (n.op) {
+    return a.is_float ? compare_values(n.op, real(a), real(b)) : compare_values(n.op, integer(a), integer(b));
+  }
+
+  template <typename T>
+  static int64_t compare_values(ExprOp op, T x, T y) {
+    switch (op) {
       case ExprOp::EQ: return x == y;
       case ExprOp::NE: return x != y;
       case ExprOp::LT: return x < y;

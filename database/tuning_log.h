@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "measure/error_code.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -21,23 +22,6 @@ class DatabaseError : public Error {
  public:
   explicit DatabaseError(const std::string& message) : Error(message) {}
 };
-
-// Outcome of one measurement. Stored by name (see to_string) so that logs stay readable and a new
-// code never shifts the meaning of old rows.
-enum class ErrorCode {
-  Ok,
-  Instantiation,  // the schedule could not be applied to the workload
-  CompileHost,    // host (LLVM) compilation failed
-  CompileDevice,  // device (NVRTC/PTX) compilation failed
-  BuildTimeout,
-  RuntimeError,  // crashed or returned an error while running
-  RunTimeout,
-  WrongAnswer,  // ran, but the output disagrees with the reference
-  Unknown,
-};
-
-const char* to_string(ErrorCode code);
-std::optional<ErrorCode> error_code_from_string(std::string_view name);
 
 // The tensor program being tuned. `key` is the structural hash that identifies it; `text` the
 // canonical TE text it was derived from.

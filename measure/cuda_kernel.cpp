@@ -6,8 +6,7 @@
 
 namespace tessel {
 
-CudaBuild build_cuda_kernel(const ComputeDAG& dag, const Trace& trace, const std::string& arch, bool compile,
-                            const CudaDeviceInfo& device) {
+LowerOptions gpu_lower_options(const CudaDeviceInfo& device) {
   LowerOptions options;
   options.target = LowerTarget::Gpu;
   options.gpu_limits.max_threads_per_block = device.max_threads_per_block;
@@ -16,7 +15,12 @@ CudaBuild build_cuda_kernel(const ComputeDAG& dag, const Trace& trace, const std
     options.gpu_limits.max_grid[d] = device.max_grid[d];
   }
   options.gpu_limits.max_shared_bytes = device.max_shared_per_block_optin;
-  CudaBuild b{lower(replay(dag, trace), "kernel", options), {}, {}};
+  return options;
+}
+
+CudaBuild build_cuda_kernel(const ComputeDAG& dag, const Trace& trace, const std::string& arch, bool compile,
+                            const CudaDeviceInfo& device) {
+  CudaBuild b{lower(replay(dag, trace), "kernel", gpu_lower_options(device)), {}, {}};
   b.program = emit_cuda(b.func);
   if (compile) b.cubin = nvrtc_compile(b.program, arch);
   return b;

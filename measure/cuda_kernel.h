@@ -7,6 +7,7 @@
 
 #include "codegen/cuda/cuda_backend.h"
 #include "measure/cpu_kernel.h"
+#include "schedule/lower/lower.h"
 
 namespace tessel {
 
@@ -15,6 +16,9 @@ struct CudaBuild {
   CudaProgram program;
   std::vector<char> cubin;  // empty until compiled
 };
+
+// Lowering for the GPU within `device`'s limits (threads, grid, block, opt-in shared memory).
+LowerOptions gpu_lower_options(const CudaDeviceInfo& device);
 
 // Lowers and prints; with `compile`, also runs NVRTC for `arch`. Throws ScheduleError / CompileError.
 CudaBuild build_cuda_kernel(const ComputeDAG& dag, const Trace& trace, const std::string& arch, bool compile = true,

@@ -13,7 +13,7 @@ command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; 
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithInfoAndAsserts -DTESSEL_STATIC_LLVM=ON \
   -DCMAKE_CXX_FLAGS_RELWITHINFOANDASSERTS="-O2" >/dev/null
-targets=(tessel)
+targets=(tessel tessel-runner)
 for t in test_cuda; do  # the GPU tests; CPU tests run where the build is
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=("$t")
 done
@@ -44,7 +44,7 @@ cp experiments/suite.json "$OUT/"
 [ -f ../shared/bench/torch_baselines.py ] && cp ../shared/bench/torch_baselines.py "$OUT/"
 cp -r experiments/schedules "$OUT/schedules"
 cat > "$OUT/README" <<'TXT'
-tessel bundle: bin/tessel (LLVM static), test binaries, lib/ (carried shared libraries).
+tessel bundle: bin/tessel (LLVM static), bin/tessel-runner, test binaries, lib/ (carried shared libraries).
 Needs on the host: glibc, the NVIDIA driver (libcuda.so.1) and NVRTC (libnvrtc.so, from the CUDA toolkit).
 TXT
 du -sh "$OUT"

@@ -47,6 +47,26 @@ struct RunArgs {
   bool flush_l2 = true; // cuda: flush the L2 cache before every sample
 };
 
+struct MeasureArgs {
+  WorkloadArgs workload;
+  std::string target = "llvm";
+  std::string db;
+  int random_schedules = 0;
+  uint64_t seed = 1;
+  std::string schedule;  // also measure this schedule (a file or "default") as candidate 0
+  std::string inject;    // test faults: "crash@3,hang@5,wrong@7,oob@9"
+  int builders = 0;      // 0: every core
+  double build_timeout_s = 15;
+  double run_timeout_s = 10;
+  double min_time_ms = 0;  // 0: the target's default (100 ms CPU, 50 ms GPU)
+  int threads = 0;
+  bool pin = true;
+  bool flush_cache = false;  // llvm: evict caches before every sample
+  bool flush_l2 = true;      // cuda
+  int batch = 0;             // candidates built, run and committed together; 0: 4 per builder (at least 8)
+  bool verbose = false;
+};
+
 struct ScheduleArgs {
   WorkloadArgs workload;
   int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
@@ -74,6 +94,7 @@ int cmd_show(const ShowArgs& args);
 int cmd_check(const CheckArgs& args);
 int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
+int cmd_measure(const MeasureArgs& args);  // tools/measure_command.cpp
 
 // --target cuda (tools/cuda_commands.cpp).
 int cmd_check_cuda(const CheckArgs& args);

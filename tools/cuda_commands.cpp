@@ -26,16 +26,6 @@ CudaRuntime& require_device() {
   return *rt;
 }
 
-TargetInfo cuda_target(const CudaDeviceInfo& d) {
-  TargetInfo t;
-  t.kind = "cuda";
-  t.arch = d.arch;
-  t.device_name = d.name;
-  t.driver_version = d.driver_version;
-  t.toolkit_version = "NVRTC";
-  return t;
-}
-
 }  // namespace
 
 void print_cuda_program(std::ostream& out, const CudaProgram& program) {

@@ -32,9 +32,9 @@ int main(int argc, char** argv) {
     return tessel::run_db_command(rest, std::cout, std::cerr);
   }
 
-  const std::vector<std::string> commands = {"ops", "show", "check", "run", "schedule", "demo", "db"};
+  const std::vector<std::string> commands = {"ops", "show", "check", "run", "measure", "schedule", "demo", "db"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, schedule, demo, db)\n";
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, measure, schedule, demo, db)\n";
     return 2;
   }
 
@@ -80,6 +80,36 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--record", run.record, "append the measurement to the tuning log (implies --check)");
   run_cmd->add_flag("--best", run.best, "run the best schedule recorded in the tuning log");
 
+  tessel::MeasureArgs measure;
+  CLI::App* measure_cmd = app.add_subcommand(
+      "measure", "build and measure candidate schedules in isolated workers, recording each in the tuning log");
+  add_workload_options(measure_cmd, measure.workload);
+  measure_cmd->add_option("--target", measure.target, "llvm (default) or cuda");
+  measure_cmd->add_option("--db", measure.db, "tuning log (SQLite) to record every candidate in (required)");
+  measure_cmd->add_option("--random-schedules", measure.random_schedules, "measure N random schedules")
+      ->check(CLI::NonNegativeNumber);
+  measure_cmd->add_option("--seed", measure.seed, "seed of the first random schedule")->check(CLI::NonNegativeNumber);
+  measure_cmd->add_option("--schedule", measure.schedule, "also measure this schedule (JSON file or 'default') first");
+  measure_cmd->add_option("--inject", measure.inject,
+                          "for tests: faults KIND@I,... (crash, hang, wrong, oob; I counts candidates from 0)");
+  measure_cmd->add_option("--builders", measure.builders, "parallel builds (default: every core)")
+      ->check(CLI::Range(1, 256));
+  measure_cmd->add_option("--build-timeout", measure.build_timeout_s, "seconds per build (default 15)")
+      ->check(CLI::PositiveNumber);
+  measure_cmd->add_option("--run-timeout", measure.run_timeout_s, "seconds for a candidate's checked run (default 10)")
+      ->check(CLI::PositiveNumber);
+  measure_cmd->add_option("--min-time-ms", measure.min_time_ms,
+                          "milliseconds of samples per candidate (default 100 CPU, 50 GPU)")
+      ->check(CLI::PositiveNumber);
+  measure_cmd->add_option("--threads", measure.threads, "llvm: kernel threads (default: every core)")
+      ->check(CLI::Range(1, 1024));
+  measure_cmd->add_flag("!--no-pin", measure.pin, "llvm: do not pin kernel threads to cores");
+  measure_cmd->add_flag("--flush-cache", measure.flush_cache, "llvm: evict the caches before every sample");
+  measure_cmd->add_flag("!--no-flush-l2", measure.flush_l2, "cuda: do not flush L2 before every sample");
+  measure_cmd->add_option("--batch", measure.batch, "candidates built, run and committed together")
+      ->check(CLI::Range(1, 100000));
+  measure_cmd->add_flag("-v,--verbose", measure.verbose, "print a line per candidate");
+
   tessel::DemoArgs demo;
   CLI::App* demo_cmd = app.add_subcommand("demo", "build, check and time suite cases with their default schedules");
   demo_cmd->add_option("--suite", demo.suite, "suite JSON file");
@@ -110,6 +140,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("check"))
       return is_cuda(check.target) ? tessel::cmd_check_cuda(check) : tessel::cmd_check(check);
     if (app.got_subcommand("run")) return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);
+    if (app.got_subcommand("measure")) return tessel::cmd_measure(measure);
     if (app.got_subcommand("schedule")) return is_cuda(sched.target), tessel::cmd_schedule(sched);
     if (app.got_subcommand("demo")) return tessel::cmd_demo(demo);
   } catch (const tessel::InputError& e) {

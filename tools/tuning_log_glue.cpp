@@ -33,6 +33,16 @@ TargetInfo host_llvm_target() {
   return t;
 }
 
+TargetInfo cuda_target(const CudaDeviceInfo& d) {
+  TargetInfo t;
+  t.kind = "cuda";
+  t.arch = d.arch;
+  t.device_name = d.name;
+  t.driver_version = d.driver_version;
+  t.toolkit_version = "NVRTC";
+  return t;
+}
+
 WorkloadInfo workload_info(const Workload& w) { return WorkloadInfo{w.dag.workload_key(), w.dag.to_text(), w.dag.flops()}; }
 
 int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& target, const Trace& trace,

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "codegen/cuda/cuda_backend.h"
 #include "database/tuning_log.h"
 #include "schedule/state/trace.h"
 #include "tools/workload.h"
@@ -12,6 +13,8 @@ namespace tessel {
 
 // This machine as a tuning-log target (kind "llvm").
 TargetInfo host_llvm_target();
+// A GPU as a tuning-log target (kind "cuda").
+TargetInfo cuda_target(const CudaDeviceInfo& device);
 WorkloadInfo workload_info(const Workload& w);
 
 // Appends one measurement (after checking) in its own session; returns the record id once the

@@ -309,9 +309,7 @@ llvm::Value* CodeGenLLVM::emit_expr(const Expr& e) {
     case ExprOp::LT: case ExprOp::LE: case ExprOp::GT: case ExprOp::GE: case ExprOp::And: case ExprOp::Or:
       return emit_binary(e);
     case ExprOp::Not: return b_.CreateNot(emit_expr(e->args[0]));
-    case ExprOp::Select:
-      // Eager: both sides are evaluated. Lowering only guards loads with clamped (in-bounds) indices.
-      return b_.CreateSelect(emit_expr(e->args[0]), emit_expr(e->args[1]), emit_expr(e->args[2]));
+    case ExprOp::Select: return emit_select(e);
     case ExprOp::Cast: return emit_cast(e);
     case ExprOp::Call: {
       std::vector<llvm::Value*> args;
@@ -422,6 +420,45 @@ llvm::Value* CodeGenLLVM::element_pointer(const Buffer& buffer, llvm::Value* ind
   return b_.CreateInBoundsGEP(memory_type(buffer.dtype), buffer.ptr, index);
 }
 
+namespace {
+
+bool reads_memory(const Expr& e) {
+  if (e->op == ExprOp::Load) return true;
+  for (const Expr& a : e->args)
+    if (reads_memory(a)) return true;
+  return false;
+}
+
+}  // namespace
+
+// select(c, a, b) guards a's loads with c (a non-divisible rfactor split reads past the reduction's
+// end where c is false), so a side that reads memory must not load where it is not selected. Both
+// sides are still evaluated (branch-free), but their loads are masked: a scalar load whose side is
+// not selected reads element 0 instead, a vector load becomes a masked load or gather.
+llvm::Value* CodeGenLLVM::emit_select(const Expr& e) {
+  if (!reads_memory(e->args[1]) && !reads_memory(e->args[2]))
+    return b_.CreateSelect(emit_expr(e->args[0]), emit_expr(e->args[1]), emit_expr(e->args[2]));
+  llvm::Value* cond = emit_expr(e->args[0]);
+  auto combine = [&](llvm::Value* outer, llvm::Value* inner) -> llvm::Value* {
+    if (!outer) return inner;
+    auto lanes_of = [](llvm::Value* v) {
+      auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
+      return vt ? static_cast<int>(vt->getNumElements()) : 1;
+    };
+    int lanes = std::max(lanes_of(outer), lanes_of(inner));
+    if (lanes_of(outer) != lanes) outer = b_.CreateVectorSplat(lanes, outer);
+    if (lanes_of(inner) != lanes) inner = b_.CreateVectorSplat(lanes, inner);
+    return b_.CreateAnd(outer, inner);
+  };
+  llvm::Value* outer = load_mask_;
+  load_mask_ = combine(outer, cond);
+  llvm::Value* t = emit_expr(e->args[1]);
+  load_mask_ = combine(outer, b_.CreateNot(cond));
+  llvm::Value* f = emit_expr(e->args[2]);
+  load_mask_ = outer;
+  return b_.CreateSelect(cond, t, f);
+}
+
 llvm::Value* CodeGenLLVM::emit_load(const Expr& e) {
   const Buffer& buffer = lookup_buffer(e->name);
   if (e->type.dtype != buffer.dtype)
@@ -432,7 +469,35 @@ llvm::Value* CodeGenLLVM::emit_load(const Expr& e) {
   llvm::Type* mem = memory_type(buffer.dtype);
   llvm::Align align(element_bytes(buffer.dtype));
   llvm::Value* v = nullptr;
-  if (lanes == 1) {
+  if (load_mask_) {
+    auto* mask_type = llvm::dyn_cast<llvm::FixedVectorType>(load_mask_->getType());
+    int mask_lanes = mask_type ? static_cast<int>(mask_type->getNumElements()) : 1;
+    if (lanes > 1 && mask_lanes > 1 && mask_lanes != lanes)
+      throw CompileError("llvm codegen: a " + std::to_string(lanes) + "-lane load of '" + e->name + "' under a " +
+                         std::to_string(mask_lanes) + "-lane select");
+    auto* vector = llvm::FixedVectorType::get(mem, lanes);
+    if (lanes == 1 || index->op == ExprOp::Broadcast) {
+      // One element for every lane: read it only if some lane is selected, else read element 0.
+      llvm::Value* at = emit_expr(lanes == 1 ? index : index->args[0]);
+      llvm::Value* any = mask_lanes > 1 ? b_.CreateOrReduce(load_mask_) : load_mask_;
+      at = b_.CreateSelect(any, at, b_.getInt64(0));
+      v = b_.CreateAlignedLoad(mem, element_pointer(buffer, at), align);
+      if (lanes > 1) v = b_.CreateVectorSplat(lanes, v);
+    } else if (mask_lanes == 1) {
+      llvm::Value* mask = b_.CreateVectorSplat(lanes, load_mask_);
+      v = index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)
+              ? b_.CreateMaskedLoad(vector, element_pointer(buffer, emit_expr(index->args[0])), align, mask,
+                                    llvm::Constant::getNullValue(vector))
+              : b_.CreateMaskedGather(vector, element_pointer(buffer, emit_expr(index)), align, mask,
+                                      llvm::Constant::getNullValue(vector));
+    } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
+      v = b_.CreateMaskedLoad(vector, element_pointer(buffer, emit_expr(index->args[0])), align, load_mask_,
+                              llvm::Constant::getNullValue(vector));
+    } else {
+      v = b_.CreateMaskedGather(vector, element_pointer(buffer, emit_expr(index)), align, load_mask_,
+                                llvm::Constant::getNullValue(vector));
+    }
+  } else if (lanes == 1) {
     v = b_.CreateAlignedLoad(mem, element_pointer(buffer, emit_expr(index)), align);
   } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
     v = b_.CreateAlignedLoad(llvm::FixedVectorType::get(mem, lanes), element_pointer(buffer, emit_expr(index->args[0])),

@@ -48,6 +48,7 @@ class CodeGenLLVM {
   llvm::Value* emit_binary(const Expr& e);
   llvm::Value* emit_floor_div_mod(const Expr& e, llvm::Value* a, llvm::Value* b);
   llvm::Value* emit_cast(const Expr& e);
+  llvm::Value* emit_select(const Expr& e);
   llvm::Value* emit_load(const Expr& e);
   llvm::Value* emit_ramp(const Expr& e);
   // Pointer to element `index` of `buffer`: a scalar pointer or a vector of pointers.
@@ -67,6 +68,8 @@ class CodeGenLLVM {
   std::string func_name_;
   Scope scope_;
   int parallel_count_ = 0;
+  // Inside an arm of a select with a vector condition: the lanes whose loads may run (see emit_select).
+  llvm::Value* load_mask_ = nullptr;
 };
 
 }  // namespace tessel::llvm_backend

@@ -1,6 +1,5 @@
 // Compilation drivers: optimization pipeline, IR text, in-process JIT (ORC LLJIT), and shared
-// objects written with the system `cc` and loaded with dlopen.
-#include <dlfcn.h>
+// objects written with the system `cc` (loaded by shared_object.cpp).
 #include <unistd.h>
 
 #include <array>
@@ -99,17 +98,6 @@ class JitKernel : public CompiledKernel {
   void (*entry_)(void**);
 };
 
-class SharedObjectKernel : public CompiledKernel {
- public:
-  SharedObjectKernel(void* handle, void (*entry)(void**)) : handle_(handle), entry_(entry) {}
-  ~SharedObjectKernel() override { dlclose(handle_); }
-  void run(void** args) const override { entry_(args); }
-
- private:
-  void* handle_;
-  void (*entry_)(void**);
-};
-
 // Runs `command` through the shell, returning its exit status and combined output.
 int run_command(const std::string& command, std::string& output) {
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
@@ -190,18 +178,6 @@ void write_shared_object(const LoweredFunc& func, const std::string& path, const
   if (status != 0)
     throw CompileError("linking " + path + " with `cc -shared` failed (status " + std::to_string(status) +
                        "):\n" + output);
-}
-
-std::unique_ptr<CompiledKernel> load_shared_object(const std::string& path, const std::string& name) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw CompileError("cannot load " + path + ": " + dlerror());
-  void* symbol = dlsym(handle, name.c_str());
-  if (!symbol) {
-    std::string error = dlerror();
-    dlclose(handle);
-    throw CompileError("no kernel '" + name + "' in " + path + ": " + error);
-  }
-  return std::make_unique<SharedObjectKernel>(handle, reinterpret_cast<void (*)(void**)>(symbol));
 }
 
 }  // namespace tessel

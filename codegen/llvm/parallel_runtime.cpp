@@ -6,6 +6,9 @@
 // sleep on a condition variable. Calls made from inside a parallel body run serially.
 #include "codegen/llvm/parallel_runtime.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -39,6 +42,26 @@ inline void spin_wait_step(int spin) {
     std::this_thread::yield();
 }
 
+// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// Pins the calling thread to the k-th allowed CPU (wrapping around); false when it cannot.
+bool pin_current_thread(const std::vector<int>& cpus, int k) {
+  if (cpus.empty()) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpus[static_cast<size_t>(k) % cpus.size()], &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
 void run_range(Body body, void* closure, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) body(i, closure);
 }
@@ -53,6 +76,16 @@ class ThreadPool {
     std::lock_guard<std::mutex> job_lock(job_mutex_);
     stop();
     start(threads);
+  }
+
+  // Pins the calling thread to the first allowed CPU and worker k to the k-th; restarts the workers.
+  bool pin() {
+    std::lock_guard<std::mutex> job_lock(job_mutex_);
+    stop();
+    pinned_cpus_ = allowed_cpus();
+    bool ok = pin_current_thread(pinned_cpus_, 0);
+    start(threads_);
+    return ok;
   }
 
   void parallel_for(int64_t n, Body body, void* closure) {
@@ -116,6 +149,7 @@ class ThreadPool {
 
   void worker_loop(int k, uint64_t seen) {
     t_inside_parallel = true;
+    if (!pinned_cpus_.empty()) pin_current_thread(pinned_cpus_, k);
     for (;;) {
       for (int spin = 0; spin < kSpinIterations && generation_.load(std::memory_order_acquire) == seen; ++spin)
         spin_wait_step(spin);
@@ -150,6 +184,7 @@ class ThreadPool {
   Body body_ = nullptr;
   void* closure_ = nullptr;
   std::vector<std::thread> workers_;
+  std::vector<int> pinned_cpus_;  // empty: threads float
 };
 
 int default_threads() {
@@ -170,6 +205,7 @@ constexpr int kMaxThreads = 1024;
 
 void set_num_threads(int n) { pool().resize(std::clamp(n, 1, kMaxThreads)); }
 int num_threads() { return pool().threads(); }
+bool pin_threads() { return pool().pin(); }
 
 }  // namespace tessel
 

@@ -15,4 +15,8 @@ namespace tessel {
 // between loops. 1 disables threading.
 void set_num_threads(int n);
 int num_threads();
+// Pins the calling thread (which runs chunk 0 of every parallel loop) to the first CPU this process
+// may use and worker k to the k-th, so timings do not depend on the OS moving threads around.
+// Returns false when the affinity could not be set.
+bool pin_threads();
 }  // namespace tessel

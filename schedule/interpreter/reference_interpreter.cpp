@@ -237,13 +237,13 @@ void evaluate_op(const Operation& op, const Node& body, const std::vector<Tensor
   }
 }
 
-std::string format_index(const Operation& op, int64_t flat) {
-  std::vector<int64_t> idx(op.shape.size(), 0);
-  for (size_t d = op.shape.size(); d-- > 0;) {
-    idx[d] = flat % op.shape[d];
-    flat /= op.shape[d];
+std::string format_index(const std::string& name, const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
   }
-  std::string s = op.name + "[";
+  std::string s = name + "[";
   for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
   return s + "]";
 }
@@ -322,12 +322,19 @@ CompareResult compare_with_reference(const Operation& op, const std::vector<floa
     throw InputError("compare_with_reference: " + op.name + " has " + std::to_string(op.num_elements()) +
                      " elements, got " + std::to_string(got.size()) + " results and " +
                      std::to_string(want.size()) + " reference values");
+  return compare_with_reference(op.name, op.shape, got.data(), want.data(), rtol, atol);
+}
+
+CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,
+                                     const double* want, double rtol, double atol) {
+  size_t size = 1;
+  for (int64_t e : shape) size *= static_cast<size_t>(e);
   double scale = 1.0;
-  for (double w : want)
-    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < size; ++i)
+    if (std::isfinite(want[i])) scale = std::max(scale, std::fabs(want[i]));
 
   CompareResult result;
-  for (size_t i = 0; i < want.size(); ++i) {
+  for (size_t i = 0; i < size; ++i) {
     double g = got[i], w = want[i];
     bool ok;
     if (std::isnan(w)) {
@@ -344,7 +351,7 @@ CompareResult compare_with_reference(const Operation& op, const std::vector<floa
     }
     if (ok) continue;
     if (result.mismatches++ == 0)
-      result.first_mismatch = format_index(op, static_cast<int64_t>(i)) + ": got " + format_number(g) + ", want " +
+      result.first_mismatch = format_index(name, shape, static_cast<int64_t>(i)) + ": got " + format_number(g) + ", want " +
                               format_number(w);
   }
   return result;

@@ -33,5 +33,9 @@ struct CompareResult {
 CompareResult compare_with_reference(const Operation& op, const std::vector<float>& got,
                                      const std::vector<double>& want, double rtol = 1e-4,
                                      double atol = 1e-5);
+// The same on raw arrays of `shape`'s element count (a process holding only the data and the
+// output's name and shape, such as a runner worker).
+CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,
+                                     const double* want, double rtol, double atol);
 
 }  // namespace tessel

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Timing stability: the same schedule (a suite case's default schedule) measured in SESSIONS separate
+# `tessel measure` sessions (separate processes, fresh runner each); reports every session's median
+# and the max/min spread of the medians. Prints a markdown table.
+#
+#   experiments/measure/stability.sh TARGET CASE [SESSIONS] [TESSEL] [SUITE]
+#   e.g. experiments/measure/stability.sh llvm rowsum_8192x8192 10
+set -euo pipefail
+TARGET=${1:?target llvm or cuda}
+CASE=${2:?suite case}
+SESSIONS=${3:-10}
+TESSEL=${4:-build/tools/tessel}
+SUITE=${5:-experiments/suite.json}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for s in $(seq 1 "$SESSIONS"); do
+  "$TESSEL" measure --suite "$SUITE" --case "$CASE" --schedule default --target "$TARGET" --db "$work/log.db" >/dev/null
+done
+"$TESSEL" db export --db "$work/log.db" | python3 -c '
+import json, sys
+records = [json.loads(line) for line in sys.stdin if line.strip()]
+medians = [r["median_s"] * 1e3 for r in records if r["error"] == "ok"]
+bad = [r["error"] for r in records if r["error"] != "ok"]
+print("| session | median ms | samples |")
+print("|---:|---:|---:|")
+for i, r in enumerate(records, 1):
+    print(f"| {i} | {r[\"median_s\"] * 1e3:.4f} | {len(r[\"samples_s\"])} |")
+if medians:
+    print()
+    print(f"sessions: {len(records)}, ok: {len(medians)}, errors: {bad or \"none\"}; "
+          f"median of medians {sorted(medians)[len(medians)//2]:.4f} ms; "
+          f"max/min spread {max(medians)/min(medians):.4f}")
+'

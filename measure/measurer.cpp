@@ -1,0 +1,143 @@
+#include "measure/measurer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "measure/artifact.h"
+#include "measure/timer.h"
+#include "measure/workload_data.h"
+#include "schedule/te/error.h"
+
+namespace tessel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string make_work_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tessel-measure-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) throw Error("cannot create a work directory under " + pattern);
+  return pattern;
+}
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+RunSettings default_run_settings(const std::string& target) {
+  RunSettings s;
+  if (target == "cuda") {
+    s.min_time_s = 0.05;
+    s.flush = true;
+  }
+  return s;
+}
+
+Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), options_(std::move(options)) {
+  if (options_.target != "llvm" && options_.target != "cuda")
+    throw InputError("unknown target '" + options_.target + "' (llvm or cuda)");
+  if (options_.build_timeout_s <= 0 || options_.run_timeout_s <= 0)
+    throw InputError("timeouts must be positive");
+  if (options_.runner_path.empty()) options_.runner_path = default_runner_path();
+  options_.run.budget_s = options_.run_timeout_s * 0.5;
+
+  work_dir_ = make_work_dir();
+  try {
+    HostTensors inputs = make_random_inputs(dag_, options_.input_seed);
+    write_workload_data(work_dir_ + "/workload.data", dag_, inputs, evaluate_reference(dag_, inputs));
+
+    RunnerOptions r;
+    r.executable = options_.runner_path;
+    r.target = options_.target;
+    r.workload_path = work_dir_ + "/workload.data";
+    r.threads = options_.threads;
+    r.pin = options_.pin;
+    r.timeout_s = options_.run_timeout_s;
+    r.log_path = work_dir_ + "/runner.log";
+    runner_ = std::make_unique<RunnerClient>(r);
+    nlohmann::json hello = nlohmann::json::parse(runner_->start());
+    if (options_.target == "cuda") device_ = device_info_from_json(hello.at("device").dump());
+
+    nlohmann::json settings = nlohmann::json::parse(run_settings_to_json(options_.run));
+    settings["target"] = options_.target;
+    settings["timer"] = options_.target == "cuda" ? "cuda events" : "steady_clock";
+    settings["input_seed"] = options_.input_seed;
+    settings["run_timeout_s"] = options_.run_timeout_s;
+    settings["build_timeout_s"] = options_.build_timeout_s;
+    if (options_.target == "llvm") {
+      settings["threads"] = hello.value("threads", 0);
+      settings["pinned"] = hello.value("pinned", false);
+    } else {
+      settings["device"] = device_.name;
+    }
+    Tolerance tol = tolerance_for(DType::Float32);
+    settings["tolerance"] = {{"float32", {{"rtol", tol.rtol}, {"atol", tol.atol}}}};
+    settings_json_ = settings.dump();
+  } catch (...) {
+    runner_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(work_dir_, ec);
+    throw;
+  }
+}
+
+Measurer::~Measurer() {
+  runner_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(work_dir_, ec);
+}
+
+std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candidates,
+                                             const std::function<void(size_t, const MeasureResult&)>& on_result) {
+  std::vector<MeasureResult> results(candidates.size());
+  std::vector<BuildTask> tasks;
+  for (const Candidate& c : candidates) tasks.push_back({&c.trace, c.fault, next_index_++});
+
+  BuilderOptions b;
+  b.target = options_.target;
+  b.device = options_.target == "cuda" ? device_ : CudaDeviceInfo{};
+  b.jobs = options_.builders;
+  b.timeout_s = options_.build_timeout_s;
+  b.work_dir = work_dir_;
+  auto t0 = Clock::now();
+  std::vector<BuildResult> builds = build_candidates(dag_, tasks, b, [&](size_t i, const BuildResult& r) {
+    if (r.error == ErrorCode::Ok) return;
+    results[i].error = r.error;
+    results[i].message = r.message;
+    results[i].build_s = r.build_s;
+    if (on_result) on_result(i, results[i]);
+  });
+  build_wall_s_ += since(t0);
+
+  t0 = Clock::now();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (builds[i].error != ErrorCode::Ok) continue;
+    RunOutcome run = runner_->run(builds[i].artifact_path, options_.run);
+    MeasureResult& r = results[i];
+    r.error = run.error;
+    r.message = run.message.size() > 2000 ? run.message.substr(0, 2000) + "... (truncated)" : run.message;
+    r.samples_s = run.samples_s;
+    r.median_s = median(run.samples_s);
+    r.build_s = builds[i].build_s;
+    r.run_s = run.run_s;
+    if (r.error == ErrorCode::Ok && r.samples_s.empty()) {
+      r.error = ErrorCode::Unknown;
+      r.message = "the runner returned no samples";
+    }
+    if (candidates[i].fault != Fault::None)
+      r.message = std::string("injected fault '") + to_string(candidates[i].fault) + "'" +
+                  (r.message.empty() ? "" : ": " + r.message);
+    if (on_result) on_result(i, r);
+    // The artifact is not needed again; keep the work directory small over long sessions.
+    std::error_code ec;
+    std::filesystem::remove(builds[i].binary_path, ec);
+    std::filesystem::remove(builds[i].artifact_path, ec);
+  }
+  run_wall_s_ += since(t0);
+  return results;
+}
+
+}  // namespace tessel

@@ -1,0 +1,85 @@
+// The measurement harness's batch API, made for an ask/tell search: hand it candidate schedules,
+// get one result per candidate back, each with its error code.
+//
+//   Measurer m(dag, options);          // reference outputs computed once; runner worker started
+//   auto results = m.measure(batch);   // builder pool (forked, every core) -> runner (one process)
+//
+// A candidate that fails to build, crashes, hangs, poisons the GPU or computes a wrong answer costs
+// one result; the batch goes on. Builds of a batch finish before any of it is timed, so compilers
+// never compete with a timed kernel for the cores.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "measure/builder.h"
+#include "measure/run_settings.h"
+#include "measure/runner_client.h"
+
+namespace tessel {
+
+struct MeasureOptions {
+  std::string target = "llvm";  // "llvm" or "cuda"
+  int builders = 0;             // parallel builds; 0: every core
+  double build_timeout_s = 15;
+  double run_timeout_s = 10;
+  RunSettings run;              // see default_run_settings
+  int threads = 0;              // llvm: kernel threads (0: every core)
+  bool pin = true;              // llvm: pin the kernel threads to cores
+  uint64_t input_seed = 1;      // make_random_inputs seed of the checked inputs
+  std::string runner_path;      // default: default_runner_path()
+};
+
+// The default timing for a target: 100 ms of samples on the CPU without cache flush, 50 ms on the
+// GPU with an L2 flush before every sample.
+RunSettings default_run_settings(const std::string& target);
+
+struct Candidate {
+  Trace trace;
+  Fault fault = Fault::None;  // for tests of the harness (tessel measure --inject)
+};
+
+struct MeasureResult {
+  ErrorCode error = ErrorCode::Ok;
+  std::string message;             // why it failed: compiler log, signal, CUDA error name, mismatch
+  std::vector<double> samples_s;   // every timed run (Ok only)
+  double median_s = 0;
+  double build_s = 0, run_s = 0;
+};
+
+class Measurer {
+ public:
+  // Computes the reference, writes it for the runners and starts the runner. Throws Error when the
+  // target cannot be measured here (e.g. "no CUDA device: ..."), InputError for bad options.
+  Measurer(const ComputeDAG& dag, MeasureOptions options);
+  ~Measurer();
+  Measurer(const Measurer&) = delete;
+  Measurer& operator=(const Measurer&) = delete;
+
+  // `on_result(i, result)` is called as candidate i's result is known (build failures first).
+  std::vector<MeasureResult> measure(const std::vector<Candidate>& candidates,
+                                     const std::function<void(size_t, const MeasureResult&)>& on_result = {});
+
+  // The GPU the runner found (cuda only).
+  const CudaDeviceInfo& device() const { return device_; }
+  // Every setting that affects the numbers, as JSON (stored with each record).
+  const std::string& settings_json() const { return settings_json_; }
+  int runner_starts() const { return runner_ ? runner_->starts() : 0; }
+  double build_wall_s() const { return build_wall_s_; }
+  double run_wall_s() const { return run_wall_s_; }
+
+ private:
+  ComputeDAG dag_;
+  MeasureOptions options_;
+  std::string work_dir_;
+  std::unique_ptr<RunnerClient> runner_;
+  CudaDeviceInfo device_;
+  std::string settings_json_;
+  int64_t next_index_ = 0;
+  double build_wall_s_ = 0, run_wall_s_ = 0;
+};
+
+}  // namespace tessel

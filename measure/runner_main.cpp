@@ -1,0 +1,315 @@
+// tessel-runner: the long-lived worker process that loads built candidates and times them. It is
+// started by the measurement harness (measure/runner_client.cpp), never by hand:
+//
+//   tessel-runner --target llvm|cuda --workload FILE [--threads N] [--no-pin]
+//
+// Protocol (one JSON object per line): on start it prints {"ready": true, ...} (with the device for
+// cuda) or {"ready": false, "error": ...}; then for every request {"artifact": PATH, "settings": {...}}
+// on stdin it prints {"event": "checked"} once the candidate ran once, then one result
+// {"result": "ok", "samples_s": [...]} / {"result": "wrong_answer" | "runtime_error", "message": ...}.
+// A crash or a hang ends the process; the harness records the candidate and starts a new runner.
+// After a CUDA error that poisons the context it answers with "poisoned": true and exits.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "codegen/llvm/llvm_backend.h"
+#include "codegen/llvm/parallel_runtime.h"
+#include "measure/artifact.h"
+#include "measure/run_settings.h"
+#include "measure/workload_data.h"
+#include "schedule/te/error.h"
+
+namespace tessel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+void reply(const Json& j) { std::cout << j.dump() << "\n" << std::flush; }
+
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Compares every output of `params` (read through `read`) with the workload's reference; "" when all
+// agree, else the first mismatch.
+std::string compare(const WorkloadData& data, const std::vector<BufferParam>& params,
+                    const std::function<const float*(size_t)>& read) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].is_output) continue;
+    const WorkloadData::Tensor* t = data.find(params[i].name);
+    if (!t || !t->is_output) return "no reference for output " + params[i].name;
+    CompareResult c = compare_with_reference(t->name, t->shape, read(i), t->reference, t->tolerance.rtol,
+                                             t->tolerance.atol);
+    if (c.mismatches > 0)
+      return std::to_string(c.mismatches) + " wrong values in " + t->name + ", first " + c.first_mismatch;
+  }
+  return "";
+}
+
+const WorkloadData::Tensor& input_of(const WorkloadData& data, const BufferParam& p) {
+  const WorkloadData::Tensor* t = data.find(p.name);
+  int64_t n = 1;
+  for (int64_t e : p.shape) n *= e;
+  if (!t || t->is_output || t->elements != n)
+    throw Error("the workload data has no input " + p.name + " of " + std::to_string(n) + " values");
+  return *t;
+}
+
+int64_t elements_of(const BufferParam& p) {
+  int64_t n = 1;
+  for (int64_t e : p.shape) n *= e;
+  return n;
+}
+
+// A host buffer whose end abuts an inaccessible guard region (and whose start follows one), so that
+// most out-of-bounds writes fault at once instead of corrupting the runner.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(int64_t bytes) {
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t want = (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 63) / 64 * 64;
+    body_ = (want + page - 1) / page * page;
+    size_ = body_ + 2 * kGuard;
+    base_ = static_cast<char*>(mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (base_ == MAP_FAILED || mprotect(base_ + kGuard, body_, PROT_READ | PROT_WRITE) != 0)
+      throw Error("cannot allocate " + std::to_string(bytes) + " bytes for a buffer");
+    data_ = reinterpret_cast<float*>(base_ + kGuard + body_ - want);
+  }
+  ~GuardedBuffer() { munmap(base_, size_); }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  // Address space only (never backed by memory): wide enough that a write 16 Mi floats past the end
+  // (the injected `oob` fault) still lands in it.
+  static constexpr size_t kGuard = size_t{256} << 20;
+  char* base_;
+  size_t body_, size_;
+  float* data_;
+};
+
+// Evicts the CPU caches by writing a buffer twice the size of the last-level cache.
+class CacheFlusher {
+ public:
+  CacheFlusher() {
+    int64_t bytes = 64 << 20;
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::string size;
+    if (in >> size && !size.empty()) {
+      int64_t scale = size.back() == 'K' ? 1024 : size.back() == 'M' ? 1 << 20 : 1;
+      bytes = std::max<int64_t>(bytes, std::atoll(size.c_str()) * scale * 2);
+    }
+    buffer_.assign(static_cast<size_t>(bytes), 0);
+  }
+  void flush() {
+    ++value_;
+    std::memset(buffer_.data(), value_, buffer_.size());
+  }
+
+ private:
+  std::vector<char> buffer_;
+  char value_ = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Json hello() = 0;
+  // Runs the artifact once (calling `checked` afterwards), compares, then times it.
+  virtual Json run(const Artifact& a, const RunSettings& s, const WorkloadData& data,
+                   const std::function<void()>& checked) = 0;
+};
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend(int threads, bool pin) {
+    if (threads > 0) set_num_threads(threads);
+    pinned_ = pin && pin_threads();
+  }
+
+  Json hello() override { return {{"ready", true}, {"threads", num_threads()}, {"pinned", pinned_}}; }
+
+  Json run(const Artifact& a, const RunSettings& s, const WorkloadData& data,
+           const std::function<void()>& checked) override {
+    std::unique_ptr<CompiledKernel> kernel = load_shared_object(a.binary_path, a.kernel_name);
+    std::vector<std::unique_ptr<GuardedBuffer>> buffers;
+    std::vector<void*> args;
+    for (const BufferParam& p : a.params) {
+      int64_t n = elements_of(p);
+      buffers.push_back(std::make_unique<GuardedBuffer>(n * 4));
+      float* d = buffers.back()->data();
+      if (p.is_output)
+        std::fill(d, d + n, std::numeric_limits<float>::quiet_NaN());
+      else
+        std::memcpy(d, input_of(data, p).input, static_cast<size_t>(n) * 4);
+      args.push_back(d);
+    }
+    kernel->run(args.data());
+    checked();
+    std::string wrong = compare(data, a.params, [&](size_t i) { return buffers[i]->data(); });
+    if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
+
+    if (s.flush && !flusher_) flusher_ = std::make_unique<CacheFlusher>();
+    for (int i = 0; i < s.warmup; ++i) kernel->run(args.data());
+    std::vector<double> samples;
+    double total = 0;
+    auto start = Clock::now();
+    while (static_cast<int>(samples.size()) < s.max_samples) {
+      if (static_cast<int>(samples.size()) >= s.min_samples && total >= s.min_time_s) break;
+      if (!samples.empty() && seconds(start, Clock::now()) >= s.budget_s) break;
+      if (flusher_ && s.flush) flusher_->flush();
+      auto t0 = Clock::now();
+      kernel->run(args.data());
+      double t = seconds(t0, Clock::now());
+      samples.push_back(t);
+      total += t;
+    }
+    return {{"result", "ok"}, {"samples_s", samples}};
+  }
+
+ private:
+  bool pinned_ = false;
+  std::unique_ptr<CacheFlusher> flusher_;
+};
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend() { rt_ = CudaRuntime::get(&why_); }
+
+  Json hello() override {
+    if (!rt_) return {{"ready", false}, {"error", "no CUDA device: " + why_}};
+    return {{"ready", true}, {"device", Json::parse(device_info_to_json(rt_->device()))}};
+  }
+
+  Json run(const Artifact& a, const RunSettings& s, const WorkloadData& data,
+           const std::function<void()>& checked) override {
+    std::vector<char> cubin = read_binary_file(a.binary_path);
+    CudaProgram program;
+    program.launches = a.launches;
+    program.scratch = a.scratch;
+    std::unique_ptr<CudaModule> module = rt_->load(program, cubin);
+    std::vector<uint64_t> args;
+    struct Free {
+      CudaRuntime* rt;
+      std::vector<uint64_t>* ptrs;
+      ~Free() {
+        for (uint64_t p : *ptrs) try {
+            rt->free(p);
+          } catch (...) {  // a poisoned context: the process exits soon anyway
+          }
+      }
+    } free_all{rt_, &args};
+    for (const BufferParam& p : a.params) {
+      int64_t n = elements_of(p);
+      args.push_back(rt_->alloc(std::max<int64_t>(n, 1) * 4));
+      if (p.is_output)
+        rt_->fill_nan(args.back(), n);
+      else
+        rt_->copy_to_device(args.back(), input_of(data, p).input, n * 4);
+    }
+    module->run(args);
+    rt_->synchronize();
+    checked();
+    std::vector<std::vector<float>> host(a.params.size());
+    for (size_t i = 0; i < a.params.size(); ++i) {
+      if (!a.params[i].is_output) continue;
+      host[i].resize(static_cast<size_t>(elements_of(a.params[i])));
+      rt_->copy_to_host(host[i].data(), args[i], elements_of(a.params[i]) * 4);
+    }
+    std::string wrong = compare(data, a.params, [&](size_t i) { return host[i].data(); });
+    if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
+    CudaTiming t = rt_->time([&] { module->run(args); }, s.min_time_s * 1e3, s.flush);
+    rt_->synchronize();
+    std::vector<double> samples;
+    for (double ms : t.samples_ms) samples.push_back(ms * 1e-3);
+    return {{"result", "ok"}, {"samples_s", samples}};
+  }
+
+  // False once a fault has poisoned the context.
+  bool usable() const {
+    std::string why;
+    return CudaRuntime::get(&why) != nullptr;
+  }
+
+ private:
+  CudaRuntime* rt_ = nullptr;
+  std::string why_;
+};
+
+int serve(int argc, char** argv) {
+  std::string target = "llvm", workload;
+  int threads = 0;
+  bool pin = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--target") target = value();
+    else if (arg == "--workload") workload = value();
+    else if (arg == "--threads") threads = std::stoi(value());
+    else if (arg == "--no-pin") pin = false;
+    else throw Error("unknown argument " + arg);
+  }
+  if (target != "llvm" && target != "cuda") throw Error("unknown --target " + target);
+  WorkloadData data = WorkloadData::map(workload);
+
+  std::unique_ptr<Backend> backend;
+  CudaBackend* cuda = nullptr;
+  if (target == "cuda") {
+    auto b = std::make_unique<CudaBackend>();
+    cuda = b.get();
+    backend = std::move(b);
+  } else {
+    backend = std::make_unique<CpuBackend>(threads, pin);
+  }
+  Json hello = backend->hello();
+  reply(hello);
+  if (!hello.value("ready", false)) return 1;
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    Json result;
+    try {
+      Json request = Json::parse(line);
+      std::string path = request.at("artifact").get<std::string>();
+      std::vector<char> manifest = read_binary_file(path);
+      Artifact a = artifact_from_json(std::string(manifest.begin(), manifest.end()), path);
+      RunSettings s = run_settings_from_json(request.at("settings").dump());
+      result = backend->run(a, s, data, [] { reply({{"event", "checked"}}); });
+    } catch (const std::exception& e) {
+      result = {{"result", "runtime_error"}, {"message", e.what()}};
+    }
+    if (cuda && !cuda->usable()) result["poisoned"] = true;
+    reply(result);
+    if (result.value("poisoned", false)) return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessel
+
+int main(int argc, char** argv) {
+  try {
+    return tessel::serve(argc, argv);
+  } catch (const std::exception& e) {
+    tessel::reply({{"ready", false}, {"error", e.what()}});
+    return 1;
+  }
+}

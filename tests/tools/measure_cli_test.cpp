@@ -1,0 +1,121 @@
+// `tessel measure`: random search through the harness, every candidate recorded, faults contained.
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "subprocess.h"
+
+using tessel_test::RunResult;
+using tessel_test::TempDir;
+using tessel_test::tessel;
+
+namespace {
+
+std::vector<std::string> measure_args(const std::string& db, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"measure", "--op", "matmul", "--param", "M=16", "--param", "N=16", "--param",
+                                   "K=16",    "--db", db,       "--target", "llvm", "--min-time-ms", "5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<nlohmann::json> export_records(const std::string& db) {
+  RunResult r = tessel({"db", "export", "--db", db});
+  REQUIRE(r.exit_code == 0);
+  std::vector<nlohmann::json> records;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line))
+    if (!line.empty()) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+// Processes whose parent is this test process (adopted orphans included: we are a subreaper).
+std::vector<int> adopted_processes() {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    std::getline(stat, text);
+    size_t paren = text.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(text.substr(paren + 2));
+    char state;
+    int ppid;
+    fields >> state >> ppid;
+    if (ppid == getpid()) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("measure records every candidate with its code and leaves no process behind", "[cli][measure]") {
+  // Orphans of the session would be re-parented to this process instead of init.
+  REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = tessel(measure_args(db, {"--random-schedules", "12", "--inject", "crash@3,hang@5,wrong@7,oob@9",
+                                         "--run-timeout", "2"}));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(seconds < 120);
+  CHECK_THAT(r.out, Catch::Contains("12 candidates measured and recorded"));
+  CHECK(r.err.find('\r') == std::string::npos);  // no progress line when stderr is not a terminal
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(adopted_processes().empty());
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+
+  std::vector<nlohmann::json> records = export_records(db);
+  REQUIRE(records.size() == 12);
+  CHECK(records[3]["error"] == "runtime_error");
+  CHECK(records[5]["error"] == "run_timeout");
+  CHECK(records[7]["error"] == "wrong_answer");
+  CHECK((records[9]["error"] == "runtime_error" || records[9]["error"] == "wrong_answer"));
+  for (int i : {3, 5, 7, 9}) CHECK_THAT(records[i]["error_message"].get<std::string>(), Catch::Contains("injected"));
+  int ok = 0;
+  for (const auto& rec : records) ok += rec["error"] == "ok";
+  CHECK(ok >= 6);
+
+  RunResult best = tessel({"db", "best", "--db", db, "--json"});
+  REQUIRE(best.exit_code == 0);
+  nlohmann::json rows = nlohmann::json::parse(best.out);
+  REQUIRE(rows.size() == 1);
+  for (int i : {3, 5, 7, 9}) CHECK(rows[0]["record_id"] != records[i]["id"]);
+}
+
+TEST_CASE("measure rejects bad input before measuring anything", "[cli][measure]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  struct Case {
+    std::vector<std::string> extra;
+    const char* says;
+  };
+  for (const Case& c : {Case{{"--random-schedules", "2", "--inject", "boom@1"}, "unknown fault kind 'boom'"},
+                        Case{{"--random-schedules", "2", "--inject", "crash@5"}, "candidate 5 does not exist"},
+                        Case{{}, "nothing to measure"},
+                        Case{{"--random-schedules", "2", "--no-flush-l2"}, "--no-flush-l2 is for --target cuda"}}) {
+    RunResult r = tessel(measure_args(db, c.extra));
+    INFO(r.command << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(c.says));
+  }
+  RunResult no_db = tessel({"measure", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4",
+                            "--random-schedules", "1"});
+  CHECK(no_db.exit_code == 2);
+  CHECK_THAT(no_db.err, Catch::Contains("--db"));
+  CHECK_FALSE(std::filesystem::exists(db));
+}

@@ -34,7 +34,8 @@ Artifact compile(const ComputeDAG& dag, const BuildTask& task, const BuilderOpti
   a.target = o.target;
   a.kernel_name = "kernel";
   if (o.target == "cuda") {
-    LoweredFunc func = inject_fault(lower(state, a.kernel_name, gpu_lower_options(o.device)), task.fault);
+    LoweredFunc func =
+        inject_fault(lower(state, a.kernel_name, gpu_lower_options(o.device)), task.fault, kGpuFarElements);
     CudaProgram program = emit_cuda(func);
     std::vector<char> cubin = nvrtc_compile(program, o.device.arch);
     a.binary_path = stem + ".cubin";
@@ -43,7 +44,7 @@ Artifact compile(const ComputeDAG& dag, const BuildTask& task, const BuilderOpti
     a.launches = program.launches;
     a.scratch = program.scratch;
   } else {
-    LoweredFunc func = inject_fault(lower(state, a.kernel_name), task.fault);
+    LoweredFunc func = inject_fault(lower(state, a.kernel_name), task.fault, kCpuFarElements);
     a.binary_path = stem + ".so";
     write_shared_object(func, a.binary_path);
     a.params = func.params;
@@ -179,7 +180,7 @@ std::vector<BuildResult> build_candidates(const ComputeDAG& dag, const std::vect
         BuildResult timeout;
         timeout.error = ErrorCode::BuildTimeout;
         timeout.build_s = options.timeout_s;
-        timeout.message = "build did not finish within " + format_seconds(options.timeout_s) + " s; builder killed";
+        timeout.message = "build did not finish within " + format_seconds(options.timeout_s) + "; builder killed";
         finish(slot, timeout);
       }
     }

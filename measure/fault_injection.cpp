@@ -49,7 +49,7 @@ std::map<int64_t, Fault> parse_fault_plan(const std::string& spec) {
   return plan;
 }
 
-LoweredFunc inject_fault(const LoweredFunc& func, Fault fault) {
+LoweredFunc inject_fault(const LoweredFunc& func, Fault fault, int64_t far_elements) {
   if (fault == Fault::None) return func;
   const BufferParam* out = nullptr;
   for (const BufferParam& p : func.params)
@@ -64,7 +64,7 @@ LoweredFunc inject_fault(const LoweredFunc& func, Fault fault) {
   Stmt code;
   switch (fault) {
     case Fault::Crash: code = make_store(out->name, make_int(-(int64_t{1} << 44)), make_float(0)); break;
-    case Fault::OutOfBounds: code = make_store(out->name, make_int(elements + (int64_t{1} << 24)), make_float(1)); break;
+    case Fault::OutOfBounds: code = make_store(out->name, make_int(elements + far_elements), make_float(1)); break;
     case Fault::Wrong:
       code = make_store(out->name, make_int(0), make_call(MathFn::Abs, {first}) + make_float(1));
       break;

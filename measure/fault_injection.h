@@ -16,8 +16,13 @@ enum class Fault {
   Crash,        // stores through a wild address (SIGSEGV; an illegal address on a GPU)
   Hang,         // a loop of 2^62 dependent float additions after the kernel's work
   Wrong,        // overwrites the first output element with |y| + 1
-  OutOfBounds,  // stores 16 Mi elements past the end of the first output
+  OutOfBounds,  // stores `far_elements` past the end of the first output
 };
+
+// How far past the end the out-of-bounds store lands: on the CPU inside the runner's guard region
+// (256 MiB), on the GPU beyond any allocation a runner makes (16 Gi elements = 64 GiB).
+constexpr int64_t kCpuFarElements = int64_t{1} << 24;
+constexpr int64_t kGpuFarElements = int64_t{1} << 34;
 
 const char* to_string(Fault fault);
 
@@ -26,6 +31,6 @@ const char* to_string(Fault fault);
 std::map<int64_t, Fault> parse_fault_plan(const std::string& spec);
 
 // `func` with the fault's code appended after its body (for the GPU: as one more one-thread kernel).
-LoweredFunc inject_fault(const LoweredFunc& func, Fault fault);
+LoweredFunc inject_fault(const LoweredFunc& func, Fault fault, int64_t far_elements = kCpuFarElements);
 
 }  // namespace tessel

@@ -91,7 +91,7 @@ RunOutcome RunnerClient::run(const std::string& artifact_path, const RunSettings
       ChildProcess::ReadStatus status = child_.read_line(line, timeout);
       if (status == ChildProcess::ReadStatus::TimedOut) {
         outcome = lost_worker(ErrorCode::RunTimeout,
-                              "no result within " + format_seconds(timeout) + " s (run timeout)");
+                              "no result within " + format_seconds(timeout) + " (run timeout)");
         break;
       }
       if (status == ChildProcess::ReadStatus::Closed) {

@@ -14,6 +14,8 @@ SUITE=${5:-experiments/suite.json}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+echo "### $CASE, default schedule, --target $TARGET, $SESSIONS sessions"
+echo
 for s in $(seq 1 "$SESSIONS"); do
   "$TESSEL" measure --suite "$SUITE" --case "$CASE" --schedule default --target "$TARGET" --db "$work/log.db" >/dev/null
 done
@@ -25,10 +27,12 @@ bad = [r["error"] for r in records if r["error"] != "ok"]
 print("| session | median ms | samples |")
 print("|---:|---:|---:|")
 for i, r in enumerate(records, 1):
-    print(f"| {i} | {r[\"median_s\"] * 1e3:.4f} | {len(r[\"samples_s\"])} |")
+    ms, n = r["median_s"] * 1e3, len(r["samples_s"])
+    print(f"| {i} | {ms:.4f} | {n} |")
 if medians:
     print()
-    print(f"sessions: {len(records)}, ok: {len(medians)}, errors: {bad or \"none\"}; "
+    print(f"sessions: {len(records)}, ok: {len(medians)}, errors: {bad or None}; "
           f"median of medians {sorted(medians)[len(medians)//2]:.4f} ms; "
           f"max/min spread {max(medians)/min(medians):.4f}")
+print()
 '

@@ -145,7 +145,9 @@ TEST_CASE("gpu: event timing returns positive samples", "[cuda][gpu]") {
       CHECK(s > 0);
       total += s;
     }
-    CHECK((total >= 20.0 || t.samples_ms.size() >= 10000));
+    // With a flush every sample is one run, so the samples add up to the requested time. Without
+    // one a sample is the mean of a batch of back-to-back runs: the batches add up to it instead.
+    if (flush) CHECK((total >= 20.0 || t.samples_ms.size() >= 10000));
     CHECK(t.median_ms > 0);
   }
 }

@@ -115,7 +115,13 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
   t0 = Clock::now();
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (builds[i].error != ErrorCode::Ok) continue;
-    RunOutcome run = runner_->run(builds[i].artifact_path, options_.run);
+    RunOutcome run;
+    try {
+      run = runner_->run(builds[i].artifact_path, options_.run);
+    } catch (const Error& e) {  // the runner could not be restarted: this candidate cannot run
+      run.error = ErrorCode::RuntimeError;
+      run.message = e.what();
+    }
     MeasureResult& r = results[i];
     r.error = run.error;
     r.message = run.message.size() > 2000 ? run.message.substr(0, 2000) + "... (truncated)" : run.message;

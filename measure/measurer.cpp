@@ -103,7 +103,9 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
   b.timeout_s = options_.build_timeout_s;
   b.work_dir = work_dir_;
   auto t0 = Clock::now();
+  size_t built = 0;
   std::vector<BuildResult> builds = build_candidates(dag_, tasks, b, [&](size_t i, const BuildResult& r) {
+    if (on_build_) on_build_(++built, tasks.size());
     if (r.error == ErrorCode::Ok) return;
     results[i].error = r.error;
     results[i].message = r.message;

@@ -63,6 +63,9 @@ class Measurer {
   std::vector<MeasureResult> measure(const std::vector<Candidate>& candidates,
                                      const std::function<void(size_t, const MeasureResult&)>& on_result = {});
 
+  // Called in the calling thread as each build of a batch finishes: (builds done, builds in batch).
+  void on_build_progress(std::function<void(size_t, size_t)> callback) { on_build_ = std::move(callback); }
+
   // The GPU the runner found (cuda only).
   const CudaDeviceInfo& device() const { return device_; }
   // Every setting that affects the numbers, as JSON (stored with each record).
@@ -79,6 +82,7 @@ class Measurer {
   CudaDeviceInfo device_;
   std::string settings_json_;
   int64_t next_index_ = 0;
+  std::function<void(size_t, size_t)> on_build_;
   double build_wall_s_ = 0, run_wall_s_ = 0;
 };
 

@@ -41,11 +41,13 @@ class ProgressLine {
  public:
   ProgressLine(bool enabled, int64_t total) : enabled_(enabled), total_(total), start_(Clock::now()) {}
 
-  void update(int64_t done, int64_t errors, double best_s, int64_t best_index) {
+  // `building` is "", or the build progress of the current batch ("building 3/16").
+  void update(int64_t done, int64_t errors, double best_s, int64_t best_index, const std::string& building = "") {
     if (!enabled_) return;
     double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     std::ostringstream line;
-    line << "  measured " << done << "/" << total_ << "  errors " << errors << "  best "
+    line << "  measured " << done << "/" << total_ << (building.empty() ? "" : "  " + building) << "  errors "
+         << errors << "  best "
          << (best_index >= 0 ? format_latency(best_s) + " (#" + std::to_string(best_index) + ")" : std::string("-"))
          << "  " << std::fixed << std::setprecision(1) << (elapsed > 0 ? done / elapsed : 0.0) << " cand/s";
     std::string text = line.str();
@@ -141,6 +143,10 @@ int cmd_measure(const MeasureArgs& args) {
   int64_t done = 0, errors = 0, best_index = -1, first_id = 0, last_id = 0;
   double best_s = 0;
 
+  measurer.on_build_progress([&](size_t built, size_t total) {
+    progress.update(done, errors, best_s, best_index,
+                    built < total ? "building " + std::to_string(built) + "/" + std::to_string(total) : "");
+  });
   for (size_t begin = 0; begin < plan.size(); begin += batch) {
     size_t end = std::min(plan.size(), begin + batch);
     std::vector<Candidate> candidates;

@@ -126,7 +126,8 @@ class DefaultScheduler {
   // reduce over k -> rfactor into kReduceChains x `lanes` partial results: independent vector
   // accumulators, so the adds (or maxes) do not wait on each other's latency.
   void vectorize_reduction(const std::string& name) {
-    const Operation& op = state().op(name);
+    // Copies, not references: every applied step replaces the state.
+    const Operation op = state().op(name);
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
     int64_t chains = op.reduce_axes[0].extent >= 8 * kReduceChains * lanes_ ? kReduceChains : 1;

@@ -208,3 +208,21 @@ TEST_CASE("default schedule: deterministic and valid for every template", "[prop
     CHECK_NOTHROW(lower(replay(dag, a), "k"));
   }
 }
+
+// The default schedule vectorizes every row reduction through rfactor, the output's own too
+// (reduce_sum), with independent vector accumulators.
+TEST_CASE("default schedule: row reductions are vectorized through rfactor", "[property][default]") {
+  for (const char* op : {"reduce_sum", "softmax", "rmsnorm"}) {
+    INFO("op " << op);
+    ComputeDAG dag = build_op(op, {{"rows", "61"}, {"cols", "1000"}});
+    LoweredFunc f = lower(replay(dag, default_schedule(dag, host_spec())), "k");
+    INFO(to_string(f));
+    bool vector_accumulator = false;
+    visit(f.body, [&](const Stmt& s) {
+      vector_accumulator = vector_accumulator || (s->op == StmtOp::Store && s->buffer.size() > 3 &&
+                                                  s->buffer.substr(s->buffer.size() - 3) == ".rf" &&
+                                                  s->value->type.lanes == host_spec().vector_lanes);
+    });
+    CHECK(vector_accumulator);
+  }
+}

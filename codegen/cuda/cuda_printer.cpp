@@ -267,6 +267,8 @@ class CudaPrinter {
       case StmtOp::Barrier: line("__syncthreads();"); return;
       case StmtOp::Provide:
         throw CompileError("cuda codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
+      case StmtOp::Prefetch:
+        throw CompileError("cuda codegen: a CPU prefetch of '" + s->buffer + "' reached codegen (verify rejects it)");
     }
     throw CompileError("cuda codegen: unknown statement");
   }

@@ -7,6 +7,8 @@
 // loop variable) in rotated form, which is what LLVM's loop passes expect.
 #include "codegen/llvm/codegen_llvm.h"
 
+#include <algorithm>
+
 #include "schedule/lower/arith.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -23,6 +25,7 @@ namespace {
 
 constexpr int64_t kMaxStackAllocationBytes = 64 * 1024;
 constexpr unsigned kBufferAlignment = 64;
+constexpr int64_t kCacheLineBytes = 64;
 
 int64_t element_bytes(DType t) { return t == DType::Float32 ? 4 : t == DType::Int64 ? 8 : 1; }
 
@@ -121,6 +124,8 @@ void CodeGenLLVM::generate(const LoweredFunc& func) {
     arg->addAttr(llvm::Attribute::NoAlias);
     arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(kBufferAlignment)));
     Buffer buffer{arg, func.params[i].dtype};
+    buffer.elements = 1;
+    for (int64_t e : func.params[i].shape) buffer.elements *= e;
     buffer.streaming = func.params[i].is_output && is_write_only(func.body, func.params[i].name) &&
                        param_bytes(func.params[i]) >= kStreamingBytes;
     if (!scope_.buffers.emplace(func.params[i].name, buffer).second)
@@ -164,6 +169,7 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
       throw CompileError("llvm codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
     case StmtOp::Barrier:
       throw CompileError("llvm codegen: a GPU barrier cannot run on the CPU target");
+    case StmtOp::Prefetch: return emit_prefetch(s);
   }
   throw CompileError("llvm codegen: unknown statement");
 }
@@ -265,7 +271,9 @@ void CodeGenLLVM::emit_allocate(const Stmt& s) {
     int64_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
     ptr = b_.CreateCall(alloc_fn, {b_.getInt64(kBufferAlignment), b_.getInt64(rounded)}, s->buffer);
   }
-  if (!scope_.buffers.emplace(s->buffer, Buffer{ptr, s->dtype}).second)
+  Buffer buffer{ptr, s->dtype};
+  buffer.elements = elements;
+  if (!scope_.buffers.emplace(s->buffer, buffer).second)
     throw CompileError("llvm codegen: buffer '" + s->buffer + "' is allocated twice");
   emit_stmt(s->body[0]);
   scope_.buffers.erase(s->buffer);
@@ -290,6 +298,32 @@ void CodeGenLLVM::emit_if(const Stmt& s) {
     b_.CreateBr(merge_block);
   }
   b_.SetInsertPoint(merge_block);
+}
+
+// One prefetch per cache line the region may touch (a line-aligned start is known to touch fewer),
+// into L2: locality 2, as an L1-sized lookahead would evict the data the loop is working on. The
+// last address is the region's last element, and every address is clamped into the buffer, so a
+// hint never reaches memory the region or the buffer does not cover.
+void CodeGenLLVM::emit_prefetch(const Stmt& s) {
+  const Buffer& buffer = lookup_buffer(s->buffer);
+  const Expr& index = s->indices.at(0);
+  const int64_t* elements = as_int(s->extent);
+  if (!elements || *elements <= 0 || buffer.elements <= 0)
+    throw CompileError("llvm codegen: prefetch of '" + s->buffer + "' needs a constant positive extent");
+  const int64_t per_line = kCacheLineBytes / element_bytes(buffer.dtype);
+  const int64_t lines = aligned_to(index, per_line) ? (*elements + per_line - 1) / per_line
+                                                    : (*elements + per_line - 2) / per_line + 1;
+  llvm::Value* start = emit_expr(index);
+  llvm::Value* zero = b_.getInt64(0);
+  llvm::Value* last = b_.getInt64(buffer.elements - 1);
+  llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
+  for (int64_t line = 0; line < lines; ++line) {
+    int64_t step = std::min(line * per_line, *elements - 1);
+    llvm::Value* at = step ? b_.CreateNSWAdd(start, b_.getInt64(step)) : start;
+    at = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, at, zero);
+    at = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, at, last);
+    b_.CreateCall(prefetch, {element_pointer(buffer, at), b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+  }
 }
 
 // --- expressions -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ class CodeGenLLVM {
     // An output far larger than the caches that the function only writes: full-line vector
     // stores to it bypass the caches (no read-for-ownership of lines about to be overwritten).
     bool streaming = false;
+    int64_t elements = 0;
   };
   // Everything that names a value while emitting one function body.
   struct Scope {
@@ -42,6 +43,7 @@ class CodeGenLLVM {
   void emit_store(const Stmt& s);
   void emit_allocate(const Stmt& s);
   void emit_if(const Stmt& s);
+  void emit_prefetch(const Stmt& s);
 
   // Expressions.
   llvm::Value* emit_expr(const Expr& e);

@@ -102,6 +102,16 @@ Stmt make_seq(std::vector<Stmt> stmts) {
 
 Stmt make_barrier() { return finish(StmtNode{StmtOp::Barrier}); }
 
+Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements) {
+  TESSEL_CHECK(index && index->type == kInt64, "prefetch of " + buffer + " needs a scalar int64 index");
+  TESSEL_CHECK(elements > 0, "prefetch of " + buffer + " needs a positive element count");
+  StmtNode n{StmtOp::Prefetch};
+  n.buffer = buffer;
+  n.indices = {std::move(index)};
+  n.extent = make_int(elements);
+  return finish(std::move(n));
+}
+
 Stmt with_body(const Stmt& s, std::vector<Stmt> body) {
   if (s->op == StmtOp::Seq) return make_seq(std::move(body));
   StmtNode n = *s;
@@ -194,6 +204,10 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       for (const Stmt& b : s->body) print(out, b, indent);
       return;
     case StmtOp::Barrier: out << pad << "barrier()\n"; return;
+    case StmtOp::Prefetch:
+      out << pad << "prefetch " << s->buffer << "[" << to_string(s->indices[0]) << "], " << to_string(s->extent)
+          << "\n";
+      return;
   }
 }
 

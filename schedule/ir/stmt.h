@@ -10,6 +10,9 @@
 //  - Allocate introduces a buffer of `extents` (row-major) in a memory scope for the extent of its body.
 //  - IfThenElse runs `body[0]` when `cond` holds, else `body[1]` if present.
 //  - Seq runs its children in order. Barrier synchronizes the threads of a GPU block.
+//  - Prefetch is a CPU cache hint with no effect on results: elements [`indices[0]`, `indices[0]` +
+//    `extent`) of the flat buffer `buffer` will be read soon. Elements outside the buffer are never
+//    touched (the code generator clamps the addresses into it).
 //  - `pragma_unroll_max_step` on a For asks the unroll pass to unroll every loop inside it whose
 //    total unrolled body stays within that many statements (Ansor's auto_unroll_max_step).
 #pragma once
@@ -26,7 +29,7 @@ namespace tessel {
 
 enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBound };
 enum class MemScope : uint8_t { Global, Shared, Local };
-enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier };
+enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch };
 
 const char* to_string(ForKind kind);
 const char* to_string(MemScope scope);
@@ -36,15 +39,15 @@ using Stmt = std::shared_ptr<const StmtNode>;
 
 struct StmtNode {
   StmtOp op;
-  // For
+  // For; Prefetch: `extent` is the number of elements
   std::string var;
   Expr min, extent;
   ForKind for_kind = ForKind::Serial;
   std::string thread_tag;
   int pragma_unroll_max_step = 0;
-  // Provide / Store / Allocate: tensor or buffer name
+  // Provide / Store / Allocate / Prefetch: tensor or buffer name
   std::string buffer;
-  std::vector<Expr> indices;  // Provide: N-d; Store: one flat index
+  std::vector<Expr> indices;  // Provide: N-d; Store, Prefetch: one flat index
   Expr value;
   // Allocate
   DType dtype = DType::Float32;
@@ -65,6 +68,7 @@ Stmt make_allocate(const std::string& buffer, DType dtype, std::vector<int64_t> 
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_seq(std::vector<Stmt> stmts);  // flattens nested Seqs; one child returns the child
 Stmt make_barrier();
+Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements);
 
 // A copy of s with new children (same fields otherwise).
 Stmt with_body(const Stmt& s, std::vector<Stmt> body);

@@ -2,6 +2,7 @@
 
 #include "schedule/lower/arith.h"
 #include "schedule/lower/inject_predicates.h"
+#include "schedule/lower/prefetch.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -81,6 +82,23 @@ class NestBuilder {
     return body;
   }
 
+  // The body of the stage's loop at `position`: the prefetches issued there, the stages computed
+  // there, then `inner`. `body` is the stage's computation, whose reads the prefetches follow.
+  Stmt loop_body(const StageInfo& info, const Expr& body, int position, Stmt inner) {
+    const Stage& s = info.stage;
+    std::vector<Stmt> seq;
+    for (const PrefetchHint& hint : s.prefetches) {
+      if (hint.loop != s.leaf(position).name) continue;
+      std::vector<std::pair<std::string, int64_t>> inside;
+      for (size_t q = position + 1; q < s.leaves.size(); ++q)
+        inside.push_back({info.leaf_names[q], s.leaf(static_cast<int>(q)).extent});
+      seq.push_back(prefetch_nest(hint.tensor, state_.op(hint.tensor).shape, body, info.leaf_names[position],
+                                  hint.offset, inside));
+    }
+    seq.push_back(with_attached(s.name, s.leaf(position).name, inner));
+    return make_seq(seq);
+  }
+
   Stmt make_loop(const StageInfo& info, int position, Stmt body) {
     const Stage& s = info.stage;
     const IterVar& v = s.leaf(position);
@@ -131,14 +149,14 @@ class NestBuilder {
 
     Stmt nest = update;
     for (int p = static_cast<int>(s.leaves.size()) - 1; p >= first_reduce; --p)
-      nest = make_loop(info, p, with_attached(name, s.leaf(p).name, nest));
+      nest = make_loop(info, p, loop_body(info, body, p, nest));
     if (init) {
       Stmt init_nest = init;
       for (int p = static_cast<int>(s.leaves.size()) - 1; p >= first_reduce; --p)
         if (s.leaf(p).kind == IterKind::Spatial) init_nest = make_loop(info, p, init_nest);
       nest = make_seq({init_nest, nest});
     }
-    for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, with_attached(name, s.leaf(p).name, nest));
+    for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
     return nest;
   }
 

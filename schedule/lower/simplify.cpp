@@ -58,6 +58,7 @@ Stmt run(const Stmt& s, VarRanges& ranges) {
       return make_provide(s->buffer, idx, simp(s->value));
     }
     case StmtOp::Barrier: return s;
+    case StmtOp::Prefetch: return make_prefetch(s->buffer, simp(s->indices[0]), *as_int(s->extent));
   }
   return s;
 }

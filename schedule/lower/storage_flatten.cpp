@@ -9,21 +9,6 @@ namespace tessel {
 
 namespace {
 
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& extents, const std::vector<StorageAlign>& align) {
-  std::vector<int64_t> strides(extents.size(), 1);
-  int64_t stride = 1;
-  for (size_t d = extents.size(); d-- > 0;) {
-    for (const StorageAlign& a : align)
-      if (a.axis == static_cast<int>(d) && d + 1 < extents.size() + 1) {
-        // Pad so that stride % factor == offset (applied to the dimension's own stride).
-        while (stride % a.factor != a.offset) ++stride;
-      }
-    strides[d] = stride;
-    stride *= extents[d];
-  }
-  return strides;
-}
-
 class Flattener {
  public:
   Flattener(const std::vector<BufferParam>& params, const State& state) : state_(state) {
@@ -82,6 +67,21 @@ class Flattener {
 };
 
 }  // namespace
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& extents, const std::vector<StorageAlign>& align) {
+  std::vector<int64_t> strides(extents.size(), 1);
+  int64_t stride = 1;
+  for (size_t d = extents.size(); d-- > 0;) {
+    for (const StorageAlign& a : align)
+      if (a.axis == static_cast<int>(d) && d + 1 < extents.size() + 1) {
+        // Pad so that stride % factor == offset (applied to the dimension's own stride).
+        while (stride % a.factor != a.offset) ++stride;
+      }
+    strides[d] = stride;
+    stride *= extents[d];
+  }
+  return strides;
+}
 
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferParam>& params, const State& state) {
   return Flattener(params, state).run(s);

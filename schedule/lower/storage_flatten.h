@@ -7,6 +7,10 @@
 
 namespace tessel {
 
+// Element strides of a row-major buffer of `extents`, each dimension's stride padded as
+// storage_align asks.
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& extents, const std::vector<StorageAlign>& align);
+
 // `params` give the shapes of the function's arguments; allocations carry their own extents.
 Stmt storage_flatten(const Stmt& s, const std::vector<BufferParam>& params, const State& state);
 

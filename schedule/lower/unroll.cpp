@@ -4,9 +4,12 @@ namespace tessel {
 
 namespace {
 
-int64_t count_stores(const Stmt& s) {
+// What unrolling copies: stores and prefetches.
+int64_t count_statements(const Stmt& s) {
   int64_t n = 0;
-  visit(s, [&](const Stmt& x) { n += x->op == StmtOp::Store || x->op == StmtOp::Provide; });
+  visit(s, [&](const Stmt& x) {
+    n += x->op == StmtOp::Store || x->op == StmtOp::Provide || x->op == StmtOp::Prefetch;
+  });
   return n;
 }
 
@@ -31,7 +34,7 @@ bool unrollable(const Stmt& s) {
 Stmt auto_unroll(const Stmt& s, int64_t budget) {
   return rewrite(s, nullptr, [&](const Stmt& n) -> Stmt {
     if (!unrollable(n)) return nullptr;
-    if (*as_int(n->extent) * count_stores(n->body[0]) > budget) return nullptr;
+    if (*as_int(n->extent) * count_statements(n->body[0]) > budget) return nullptr;
     return unroll_one(n);
   });
 }
@@ -47,7 +50,7 @@ Stmt unroll_loops(const Stmt& s) {
                       auto_unroll(loop->body[0], loop->pragma_unroll_max_step), loop->thread_tag, 0);
     if (loop->for_kind != ForKind::Unrolled) return loop == n ? nullptr : loop;
     if (unrollable(loop) && *as_int(loop->extent) <= kMaxExplicitUnroll &&
-        *as_int(loop->extent) * count_stores(loop->body[0]) <= kMaxUnrolledStatements)
+        *as_int(loop->extent) * count_statements(loop->body[0]) <= kMaxUnrolledStatements)
       return unroll_one(loop);
     // Too large to unroll: a plain loop (asking LLVM to unroll it fully would only stall it).
     return make_for(loop->var, loop->min, loop->extent, ForKind::Serial, loop->body[0], loop->thread_tag, 0);

@@ -50,6 +50,14 @@ class Verifier {
       case StmtOp::Barrier:
         if (target_ == LowerTarget::Cpu) fail("barrier on the CPU target");
         return;
+      case StmtOp::Prefetch:
+        if (target_ == LowerTarget::Gpu)
+          throw ScheduleError(-1, "prefetch(" + s->buffer + ")",
+                              "prefetch is a CPU cache hint, which the GPU target does not have (drop the step)");
+        if (!buffers_.count(s->buffer)) fail("prefetch of unknown buffer " + s->buffer);
+        if (!as_int(s->extent)) fail("prefetch of " + s->buffer + " has no constant element count");
+        check(s->indices[0]);
+        return;
     }
   }
 

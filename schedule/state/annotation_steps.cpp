@@ -1,4 +1,7 @@
-// annotate (parallel / vectorize / unroll / GPU bindings), pragma, storage_align and set_scope.
+// annotate (parallel / vectorize / unroll / GPU bindings), pragma, storage_align, set_scope and
+// prefetch: the steps that annotate a stage without changing its loops.
+#include <algorithm>
+
 #include "schedule/state/step_internal.h"
 
 namespace tessel::step_internal {
@@ -27,6 +30,7 @@ void apply_annotate(State& state, const Step& step) {
       for (const Stage& other : state.stages())
         if (other.loc == ComputeLoc::At && other.attach_stage == s.name && other.attach_loop == step.loop)
           reject("stage " + other.name + " is computed inside loop '" + step.loop + "'");
+      require_no_prefetch_in(s, step.loop, "a vectorized loop has no iterations to issue it in");
       break;
     case Annotation::Unroll:
       break;
@@ -63,6 +67,25 @@ void apply_set_scope(State& state, const Step& step) {
   if (step.scope != MemScope::Global && state.is_output(step.stage))
     reject("output " + step.stage + " lives in global memory; it cannot move to " + to_string(step.scope));
   s.scope = step.scope;
+}
+
+void apply_prefetch(State& state, const Step& step) {
+  Stage& s = schedulable_stage(state, step.stage);
+  int pos = leaf_position(s, step.loop);
+  if (s.leaf(pos).annotation == Annotation::Vectorize)
+    reject("loop '" + step.loop + "' is vectorized; prefetch in a loop outside it");
+  int t = state.stage_index(step.tensor);
+  if (t < 0) reject("no tensor named '" + step.tensor + "'");
+  if (!state.ops()[t].is_placeholder)
+    reject("'" + step.tensor + "' is computed, not an input; only inputs are prefetched");
+  std::vector<std::string> readers = state.effective_consumers(step.tensor);
+  if (std::find(readers.begin(), readers.end(), step.stage) == readers.end())
+    reject("stage " + step.stage + " does not read " + step.tensor);
+  if (step.value < 1) reject("prefetch offset must be at least one iteration ahead, not " + std::to_string(step.value));
+  for (const PrefetchHint& p : s.prefetches)
+    if (p.loop == step.loop && p.tensor == step.tensor)
+      reject(step.tensor + " is already prefetched in loop '" + step.loop + "'");
+  s.prefetches.push_back(PrefetchHint{step.loop, step.tensor, step.value});
 }
 
 }  // namespace tessel::step_internal

@@ -16,6 +16,7 @@ void apply_split(State& state, const Step& step) {
   if (s.vars[parent].annotation != Annotation::None)
     reject("loop '" + step.loop + "' is annotated " + to_string(s.vars[parent].annotation) +
            "; split it before annotating");
+  require_no_prefetch_in(s, step.loop, "split it before the prefetch (whose offset counts its iterations)");
   Relation r{Relation::Kind::Split, {parent}, {}, step.factors};
   std::vector<int> children;
   for (size_t k = 0; k <= step.factors.size(); ++k) {
@@ -59,6 +60,7 @@ void apply_fuse(State& state, const Step& step) {
     if (v.kind != kind) reject("cannot fuse a reduction loop with a spatial loop");
     if (v.annotation != Annotation::None)
       reject("loop '" + v.name + "' is annotated " + to_string(v.annotation) + "; fuse before annotating");
+    require_no_prefetch_in(s, v.name, "fuse before the prefetch (whose offset counts its iterations)");
     name += (name.empty() ? "" : "@") + v.name;
     extent *= v.extent;
     r.parents.push_back(s.leaves[p]);

@@ -149,6 +149,7 @@ std::string State::to_string() const {
       out << " " << v.name << (v.kind == IterKind::Reduce ? "(r)" : "") << ":" << v.extent;
       if (v.annotation != Annotation::None) out << "@" << tessel::to_string(v.annotation);
     }
+    for (const PrefetchHint& p : s.prefetches) out << "; prefetch " << p.tensor << " in " << p.loop << " +" << p.offset;
     out << "\n";
   }
   return out.str();

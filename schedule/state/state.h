@@ -49,6 +49,15 @@ struct StorageAlign {
   int64_t offset = 0;
 };
 
+// prefetch: at the top of each iteration of `loop`, fetch into the cache what the stage's reads of
+// input `tensor` touch `offset` iterations later (flat row-major addresses, so an offset past the
+// loop's end reaches the data that follows, e.g. the next row).
+struct PrefetchHint {
+  std::string loop;
+  std::string tensor;
+  int64_t offset = 1;
+};
+
 struct Stage {
   std::string name;              // the tensor it computes (== its Operation's name)
   std::vector<IterVar> vars;     // every loop variable ever created; root axes first
@@ -63,6 +72,7 @@ struct Stage {
   int auto_unroll_max_step = 0;  // pragma on the loop `pragma_loop`
   std::string pragma_loop;
   std::vector<StorageAlign> storage_align;
+  std::vector<PrefetchHint> prefetches;
 
   int find_var(const std::string& name) const;   // -1 if none
   int leaf_position(const std::string& name) const;  // position in leaves, -1 if not a leaf

@@ -23,6 +23,7 @@ const char* to_string(StepKind kind) {
     case StepKind::Pragma: return "pragma";
     case StepKind::StorageAlign: return "storage_align";
     case StepKind::SetScope: return "set_scope";
+    case StepKind::Prefetch: return "prefetch";
   }
   return "?";
 }
@@ -53,6 +54,7 @@ std::string Step::describe() const {
     case StepKind::Pragma: out << ", " << loop << ", " << pragma << "=" << value; break;
     case StepKind::StorageAlign: out << ", " << axis << ", " << value << ", " << offset; break;
     case StepKind::SetScope: out << ", " << to_string(scope); break;
+    case StepKind::Prefetch: out << ", " << loop << ", " << tensor << ", " << value; break;
   }
   out << ")";
   return out.str();
@@ -122,6 +124,13 @@ Step set_scope_step(const std::string& stage, MemScope scope) {
   return s;
 }
 
+Step prefetch_step(const std::string& stage, const std::string& loop, const std::string& tensor, int64_t offset) {
+  Step s{StepKind::Prefetch, stage, loop};
+  s.tensor = tensor;
+  s.value = offset;
+  return s;
+}
+
 std::string cache_stage_name(const std::string& tensor, MemScope scope) {
   return tensor + "." + to_string(scope);
 }
@@ -162,6 +171,12 @@ void require_nothing_attached(const State& state, const std::string& stage, cons
       reject("stage " + s.name + " is computed at " + stage + "." + s.attach_loop + "; " + why);
 }
 
+void require_no_prefetch_in(const Stage& stage, const std::string& loop, const std::string& why) {
+  for (const PrefetchHint& p : stage.prefetches)
+    if (p.loop == loop)
+      reject("loop '" + loop + "' of stage " + stage.name + " issues a prefetch of " + p.tensor + "; " + why);
+}
+
 }  // namespace step_internal
 
 void apply_step(State& state, const Step& step, int index) {
@@ -182,6 +197,7 @@ void apply_step(State& state, const Step& step, int index) {
       case StepKind::Pragma: apply_pragma(next, step); break;
       case StepKind::StorageAlign: apply_storage_align(next, step); break;
       case StepKind::SetScope: apply_set_scope(next, step); break;
+      case StepKind::Prefetch: apply_prefetch(next, step); break;
     }
   } catch (const Rejected& r) {
     throw ScheduleError(index, step.describe(), r.reason);

@@ -15,14 +15,14 @@ enum class StepKind : uint8_t {
   Split, Fuse, Reorder,
   ComputeAt, ComputeInline, ComputeRoot,
   CacheRead, CacheWrite, RFactor,
-  Annotate, Pragma, StorageAlign, SetScope,
+  Annotate, Pragma, StorageAlign, SetScope, Prefetch,
 };
 const char* to_string(StepKind kind);
 
 struct Step {
   StepKind kind = StepKind::Split;
   std::string stage;                // every step: the stage it acts on (CacheRead: the tensor read)
-  std::string loop;                 // Split, Annotate, Pragma, RFactor: a loop of `stage`
+  std::string loop;                 // Split, Annotate, Pragma, RFactor, Prefetch: a loop of `stage`
   std::vector<std::string> loops;   // Fuse: consecutive loops; Reorder: the new order; CacheRead: readers
   std::vector<int64_t> factors;     // Split: inner lengths, outer to inner (decision)
   std::string target_stage;         // ComputeAt: the consumer (decision together with target_loop)
@@ -30,7 +30,9 @@ struct Step {
   Annotation annotation = Annotation::None;  // Annotate
   MemScope scope = MemScope::Local;          // CacheRead, CacheWrite, SetScope
   std::string pragma;               // Pragma: "auto_unroll_max_step"
-  int64_t value = 0;                // Pragma value (decision); StorageAlign factor; RFactor factor axis
+  std::string tensor;               // Prefetch: the input it fetches
+  int64_t value = 0;                // Pragma value, Prefetch offset in iterations (decisions); StorageAlign
+                                    // factor; RFactor factor axis
   int axis = 0;                     // StorageAlign: the dimension
   int64_t offset = 0;               // StorageAlign
 
@@ -52,6 +54,7 @@ Step annotate_step(const std::string& stage, const std::string& loop, Annotation
 Step pragma_step(const std::string& stage, const std::string& loop, const std::string& pragma, int64_t value);
 Step storage_align_step(const std::string& stage, int axis, int64_t factor, int64_t offset);
 Step set_scope_step(const std::string& stage, MemScope scope);
+Step prefetch_step(const std::string& stage, const std::string& loop, const std::string& tensor, int64_t offset);
 
 // Applies `step` (the `index`-th of its trace) to `state`. Throws ScheduleError naming the step and
 // the reason if it cannot be applied; `state` is then unchanged.

@@ -22,6 +22,9 @@ std::string fresh_var_name(const Stage& stage, const std::string& base);
 // Rejects if another stage is computed at one of `stage`'s loops.
 void require_nothing_attached(const State& state, const std::string& stage, const std::string& why);
 
+// Rejects if a prefetch of `stage` is issued in loop `loop`.
+void require_no_prefetch_in(const Stage& stage, const std::string& loop, const std::string& why);
+
 // Whether `stage` is computed at `target`.`loop` or a loop inside it, directly or through a chain of
 // computed-at stages.
 bool computed_within(const State& state, const std::string& stage, const std::string& target, const std::string& loop);
@@ -39,5 +42,6 @@ void apply_annotate(State& state, const Step& step);
 void apply_pragma(State& state, const Step& step);
 void apply_storage_align(State& state, const Step& step);
 void apply_set_scope(State& state, const Step& step);
+void apply_prefetch(State& state, const Step& step);
 
 }  // namespace tessel::step_internal

@@ -27,7 +27,8 @@ const std::vector<std::pair<StepKind, const char*>>& step_kinds() {
       {StepKind::ComputeRoot, "compute_root"}, {StepKind::CacheRead, "cache_read"},
       {StepKind::CacheWrite, "cache_write"}, {StepKind::RFactor, "rfactor"},
       {StepKind::Annotate, "annotate"}, {StepKind::Pragma, "pragma"},
-      {StepKind::StorageAlign, "storage_align"}, {StepKind::SetScope, "set_scope"}};
+      {StepKind::StorageAlign, "storage_align"}, {StepKind::SetScope, "set_scope"},
+      {StepKind::Prefetch, "prefetch"}};
   return kinds;
 }
 
@@ -55,6 +56,7 @@ json step_to_json(const Step& s) {
     case StepKind::Pragma: j["loop"] = s.loop; j["pragma"] = s.pragma; j["value"] = s.value; break;
     case StepKind::StorageAlign: j["axis"] = s.axis; j["factor"] = s.value; j["offset"] = s.offset; break;
     case StepKind::SetScope: j["scope"] = to_string(s.scope); break;
+    case StepKind::Prefetch: j["loop"] = s.loop; j["tensor"] = s.tensor; j["offset"] = s.value; break;
   }
   return j;
 }
@@ -144,6 +146,7 @@ Step step_from_json(const json& j, const std::string& where) {
       s.offset = r.integer("offset");
       break;
     case StepKind::SetScope: s.scope = r.scope(); break;
+    case StepKind::Prefetch: s.loop = r.str("loop"); s.tensor = r.str("tensor"); s.value = r.integer("offset"); break;
   }
   return s;
 }

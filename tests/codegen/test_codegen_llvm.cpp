@@ -302,6 +302,35 @@ TEST_CASE("IR that cannot run on a CPU is a CompileError", "[codegen][llvm]") {
   REQUIRE_THROWS_AS(jit_compile(func(serial("i", 8, make_store("C", var("j"), make_float(1.0))))), CompileError);
 }
 
+TEST_CASE("prefetches are llvm.prefetch per line, clamped into the buffer, and change nothing", "[codegen][llvm]") {
+  // Out[i] = In[i] + 1, each iteration prefetching far outside In (before it, past its end) and
+  // a region of 40 elements that starts inside a line (so it touches four lines, not three).
+  const int64_t n = 100;
+  Expr i = var("i");
+  Stmt body = make_seq({make_prefetch("In", i * make_int(1000) - make_int(5000), 1),
+                        make_prefetch("In", i + make_int(3), 40),
+                        make_store("Out", i, fload("In", i) + make_float(1.0))});
+  LoweredFunc f{"prefetching", {param("In", DType::Float32, n), param("Out", DType::Float32, n, true)},
+                serial("i", n, body)};
+  LLVMOptions o0;
+  o0.opt_level = 0;
+  std::string ir = emit_llvm_ir(f, o0);
+  INFO(ir);
+  // One line for the single element, four for 40 elements that may start inside a line.
+  const std::string call = "call void @llvm.prefetch";
+  int calls = 0;
+  for (size_t p = ir.find(call); p != std::string::npos; p = ir.find(call, p + 1)) ++calls;
+  CHECK(calls == 5);
+  CHECK(ir.find("@llvm.smin.i64") != std::string::npos);
+  CHECK(ir.find("@llvm.smax.i64") != std::string::npos);
+  auto kernel = jit_compile(f);
+  AlignedBuffer<float> in(n), out(n, NAN);
+  for (int64_t k = 0; k < n; ++k) in[k] = static_cast<float>(k);
+  void* args[] = {in.data(), out.data()};
+  kernel->run(args);
+  for (int64_t k = 0; k < n; ++k) REQUIRE(out[k] == static_cast<float>(k + 1));
+}
+
 TEST_CASE("host target is detected", "[codegen][llvm]") {
   const HostTarget& host = host_target();
   REQUIRE(!host.triple.empty());

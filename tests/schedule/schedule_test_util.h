@@ -61,6 +61,8 @@ inline std::string fingerprint(const State& s) {
     out << " rel=" << st.relations.size() << " loc=" << static_cast<int>(st.loc) << " at=" << st.attach_stage << "."
         << st.attach_loop << " unroll=" << st.auto_unroll_max_step << "@" << st.pragma_loop << " align=";
     for (const StorageAlign& a : st.storage_align) out << a.axis << "/" << a.factor << "/" << a.offset << ",";
+    out << " prefetch=";
+    for (const PrefetchHint& p : st.prefetches) out << p.tensor << "@" << p.loop << "+" << p.offset << ",";
     out << "\n";
   }
   return out.str();

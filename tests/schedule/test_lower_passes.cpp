@@ -496,3 +496,122 @@ TEST_CASE("lower: schedule_ops nests a computed-at stage inside its consumer loo
   CHECK(to_string(bodies.at("C")).find("A[") != std::string::npos);
   CHECK(to_string(bodies.at("C")).find("P[") == std::string::npos);
 }
+
+// --- prefetch -----------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<Stmt> prefetches(const Stmt& s) {
+  std::vector<Stmt> out;
+  visit(s, [&](const Stmt& x) {
+    if (x->op == StmtOp::Prefetch) out.push_back(x);
+  });
+  return out;
+}
+
+// A[i, j] -> C[x, y] = A[x, y] * 2 + 1 (P inlined), rows of `cols`.
+Trace inlined_chain(std::vector<Step> more) {
+  std::vector<Step> steps{compute_inline_step("P")};
+  steps.insert(steps.end(), more.begin(), more.end());
+  return Trace{steps};
+}
+
+}  // namespace
+
+TEST_CASE("prefetch: one iteration's line, `offset` iterations ahead, first in the loop body", "[lower][prefetch]") {
+  ComputeDAG dag = chain_dag(13, 64);
+  Trace t = inlined_chain({split_step("C", "y", {16}), annotate_step("C", "y.1", Annotation::Vectorize),
+                           prefetch_step("C", "y.0", "A", 4)});
+  LoweredFunc f = lower(replay(dag, t), "k");
+  INFO(to_string(f));
+  std::vector<Stmt> y0 = loops_named(f.body, "y.0");
+  REQUIRE(y0.size() == 1);
+  // The body: the prefetch first, then the vector store.
+  REQUIRE(y0[0]->body[0]->op == StmtOp::Seq);
+  const Stmt& first = y0[0]->body[0]->body[0];
+  REQUIRE(first->op == StmtOp::Prefetch);
+  CHECK(first->buffer == "A");
+  CHECK(is_int_value(first->extent, 16));
+  // Four iterations of 16 elements ahead: the next row of 64.
+  Expr expected = v("x") * make_int(64) + v("y.0") * make_int(16) + make_int(64);
+  CHECK(to_string(simplify_expr(first->indices[0] - expected)) == "0");
+  CHECK(to_string(f).find("prefetch A[") != std::string::npos);
+  require_correct(dag, t);
+}
+
+TEST_CASE("prefetch: regions of the inner loops, contiguous or looped", "[lower][prefetch]") {
+  SECTION("a whole short row is one prefetch") {
+    ComputeDAG dag = chain_dag(13, 61);
+    Trace t = inlined_chain({prefetch_step("C", "x", "A", 2)});
+    LoweredFunc f = lower(replay(dag, t), "k");
+    INFO(to_string(f));
+    std::vector<Stmt> p = prefetches(f.body);
+    REQUIRE(p.size() == 1);
+    CHECK(is_int_value(p[0]->extent, 61));
+    CHECK(to_string(simplify_expr(p[0]->indices[0] - (v("x") * make_int(61) + make_int(122)))) == "0");
+    require_correct(dag, t);
+  }
+  SECTION("a long row is fetched by a loop of one line per iteration") {
+    ComputeDAG dag = chain_dag(7, 1000);
+    Trace t = inlined_chain({prefetch_step("C", "x", "A", 1)});
+    LoweredFunc f = lower(replay(dag, t), "k");
+    INFO(to_string(f));
+    std::vector<Stmt> lines = loops_named(f.body, "A.line");
+    REQUIRE(lines.size() == 1);
+    CHECK(is_int_value(lines[0]->extent, 63));  // ceil(1000 / 16)
+    std::vector<Stmt> p = prefetches(f.body);
+    REQUIRE(p.size() == 1);
+    CHECK(is_int_value(p[0]->extent, 16));
+    require_correct(dag, t);
+  }
+  SECTION("an inner loop striding across rows becomes a loop of prefetches") {
+    ComputeDAG dag = chain_dag(13, 61);
+    // y outside x: one iteration of y reads a column, 13 elements 61 apart.
+    Trace t = inlined_chain({reorder_step("C", {"y", "x"}), prefetch_step("C", "y", "A", 1)});
+    LoweredFunc f = lower(replay(dag, t), "k");
+    INFO(to_string(f));
+    std::vector<Stmt> rows = loops_named(f.body, "x.prefetch");
+    REQUIRE(rows.size() == 1);
+    CHECK(is_int_value(rows[0]->extent, 13));
+    std::vector<Stmt> p = prefetches(f.body);
+    REQUIRE(p.size() == 1);
+    CHECK(is_int_value(p[0]->extent, 1));
+    CHECK(to_string(simplify_expr(p[0]->indices[0] - (v("x.prefetch") * make_int(61) + v("y") + make_int(1)))) == "0");
+    require_correct(dag, t);
+  }
+  SECTION("a read not affine in the inner loops is not prefetched") {
+    Operation a;
+    a.name = "A";
+    a.is_placeholder = true;
+    a.shape = {13, 61};
+    Operation c;
+    c.name = "C";
+    c.shape = {13, 61};
+    c.axes = {{"x", 13}, {"y", 61}};
+    c.body = make_tensor_read("A", {v("x"), v("y") / make_int(2)}) + make_float(1.0);
+    ComputeDAG dag({a, c});
+    Trace t{{prefetch_step("C", "x", "A", 1)}};
+    CHECK(prefetches(lower(replay(dag, t), "k").body).empty());
+    require_correct(dag, t);
+  }
+}
+
+TEST_CASE("prefetch: the unroll budget counts prefetches; the GPU target rejects them", "[lower][prefetch]") {
+  ComputeDAG dag = chain_dag(13, 61);
+  // A prefetch loop of 13 inside a pragma budget of 8 statements stays a loop.
+  Trace t = inlined_chain({reorder_step("C", {"y", "x"}), prefetch_step("C", "y", "A", 1),
+                           pragma_step("C", "y", "auto_unroll_max_step", 8)});
+  LoweredFunc f = lower(replay(dag, t), "k");
+  INFO(to_string(f));
+  CHECK(loops_named(f.body, "x.prefetch").size() == 1);
+  require_correct(dag, t);
+
+  LowerOptions gpu;
+  gpu.target = LowerTarget::Gpu;
+  try {
+    lower(replay(dag, inlined_chain({prefetch_step("C", "x", "A", 1)})), "k", gpu);
+    FAIL("no ScheduleError");
+  } catch (const ScheduleError& e) {
+    CHECK(std::string(e.what()).find("CPU cache hint") != std::string::npos);
+  }
+}

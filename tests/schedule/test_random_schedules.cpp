@@ -226,3 +226,47 @@ TEST_CASE("default schedule: row reductions are vectorized through rfactor", "[p
     CHECK(vector_accumulator);
   }
 }
+
+// Prefetches are hints: a prefetch in every loop that may hold one, of every input, at offsets
+// that stay inside a row, cross into later rows and run past the tensor's end, leaves every
+// result as the reference interpreter computes it.
+TEST_CASE("prefetch anywhere changes no result of the row templates at odd shapes", "[property][prefetch]") {
+  const std::vector<OpCase> cases = {
+      {"softmax", {{"rows", "7"}, {"cols", "61"}}},     {"softmax", {{"rows", "3"}, {"cols", "771"}}},
+      {"softmax", {{"rows", "5"}, {"cols", "1000"}}},   {"layernorm", {{"rows", "13"}, {"cols", "127"}}},
+      {"rmsnorm", {{"rows", "3"}, {"cols", "771"}}},    {"reduce_sum", {{"rows", "61"}, {"cols", "127"}}},
+      {"bias_residual_layernorm", {{"rows", "7"}, {"cols", "61"}}}};
+  for (const OpCase& c : cases) {
+    ComputeDAG dag = build_op(c.op, c.params);
+    HostTensors inputs = make_random_inputs(dag, 11);
+    ReferenceTensors reference = evaluate_reference(dag, inputs);
+    const Trace base = default_schedule(dag, host_spec());
+    const State state = replay(dag, base);
+    for (int variant = 0; variant < 3; ++variant) {
+      Trace t = base;
+      int added = 0;
+      for (const Operation& input : state.ops()) {
+        if (!input.is_placeholder) continue;
+        for (const std::string& reader : state.effective_consumers(input.name)) {
+          const Stage& s = state.stage(reader);
+          for (int p = 0; p < static_cast<int>(s.leaves.size()); ++p) {
+            int64_t extent = s.leaf(p).extent;
+            int64_t offset = variant == 0 ? 1 : variant == 1 ? extent : 3 * extent + 1;
+            Trace next = t;
+            next.steps.push_back(prefetch_step(reader, s.leaf(p).name, input.name, offset));
+            try {
+              replay(dag, next);
+            } catch (const ScheduleError&) {
+              continue;  // a vectorized loop, or an input already prefetched there
+            }
+            t = next;
+            ++added;
+          }
+        }
+      }
+      INFO(c.op << " variant " << variant << ": " << trace_to_json(t));
+      CHECK(added > 0);
+      CHECK(check_trace(dag, t, inputs, reference) == "");
+    }
+  }
+}

@@ -315,6 +315,46 @@ TEST_CASE("storage_align", "[steps][storage_align]") {
   require_rejected(dag, {}, storage_align_step("A", 0, 8, 0), "is an input");
 }
 
+TEST_CASE("prefetch", "[steps][prefetch]") {
+  ComputeDAG dag = chain_dag(13, 61);
+  SECTION("records the hint and leaves the loops alone") {
+    Trace t = trace_of({split_step("P", "j", {16}), prefetch_step("P", "j.0", "A", 4)});
+    State s = replay(dag, t);
+    const Stage& p = s.stage("P");
+    CHECK(p.leaf_names() == names({"i", "j.0", "j.1"}));
+    CHECK(leaf_extents(p) == std::vector<int64_t>{13, 4, 16});
+    REQUIRE(p.prefetches.size() == 1);
+    CHECK(p.prefetches[0].loop == "j.0");
+    CHECK(p.prefetches[0].tensor == "A");
+    CHECK(p.prefetches[0].offset == 4);
+    CHECK(s.to_string().find("prefetch A in j.0 +4") != std::string::npos);
+    require_round_trip(dag, t);
+  }
+  SECTION("a stage reading the input through an inlined stage may prefetch it") {
+    Trace t = trace_of({compute_inline_step("P"), prefetch_step("C", "x", "A", 1),
+                        prefetch_step("C", "y", "A", 2)});
+    CHECK(replay(dag, t).stage("C").prefetches.size() == 2);
+    require_round_trip(dag, t);
+  }
+  SECTION("error cases") {
+    require_rejected(dag, {}, prefetch_step("P", "q", "A", 1), "has no loop 'q'");
+    require_rejected(dag, {}, prefetch_step("P", "i", "Z", 1), "no tensor named 'Z'");
+    require_rejected(dag, {}, prefetch_step("C", "x", "P", 1), "only inputs are prefetched");
+    require_rejected(dag, {}, prefetch_step("C", "x", "A", 1), "does not read A");
+    require_rejected(dag, {}, prefetch_step("P", "i", "A", 0), "at least one iteration ahead");
+    require_rejected(dag, {}, prefetch_step("P", "i", "A", -3), "at least one iteration ahead");
+    require_rejected(dag, {}, prefetch_step("A", "i", "A", 1), "is an input");
+    require_rejected(dag, {prefetch_step("P", "i", "A", 1)}, prefetch_step("P", "i", "A", 2), "already prefetched");
+    require_rejected(dag, {split_step("P", "j", {16}), annotate_step("P", "j.1", Annotation::Vectorize)},
+                     prefetch_step("P", "j.1", "A", 1), "is vectorized");
+    // Later steps may not take away the loop whose iterations the offset counts.
+    require_rejected(dag, {prefetch_step("P", "j", "A", 1)}, split_step("P", "j", {16}), "issues a prefetch of A");
+    require_rejected(dag, {prefetch_step("P", "i", "A", 1)}, fuse_step("P", {"i", "j"}), "issues a prefetch of A");
+    require_rejected(dag, {split_step("P", "j", {16}), prefetch_step("P", "j.1", "A", 1)},
+                     annotate_step("P", "j.1", Annotation::Vectorize), "issues a prefetch of A");
+  }
+}
+
 TEST_CASE("a long mixed trace round-trips and keeps every step kind", "[steps][json]") {
   ComputeDAG dag = build_op("dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "relu"}});
   Trace t = trace_of({

@@ -81,6 +81,10 @@ TEST_CASE("trace JSON: step-level errors name the step index and field", "[trace
                       {"step 1", "missing field 'factor_axis'"});
   require_input_error(with_steps(R"({"kind": "storage_align", "stage": "P", "axis": 0, "factor": 8})"),
                       {"step 1", "missing field 'offset'"});
+  require_input_error(with_steps(R"({"kind": "prefetch", "stage": "P", "loop": "j", "offset": 4})"),
+                      {"step 1", "missing field 'tensor'"});
+  require_input_error(with_steps(R"({"kind": "prefetch", "stage": "P", "loop": "j", "tensor": "A", "offset": 1.5})"),
+                      {"step 1", "field 'offset' must be an integer"});
   require_input_error(with_steps("42"), {"step 1", "JSON object"});
   // The first step is fine: the index names the bad one, not always 0.
   require_input_error(std::string(R"({"version": 1, "steps": [)") + kGoodStep + "," + kGoodStep + R"(, {"kind": 7}]})",

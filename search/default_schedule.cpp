@@ -5,7 +5,8 @@
 //    the reduction loops just outside it, and the epilogue (bias, activation) fused into the tile.
 //  - row reduction (softmax, layernorm, rmsnorm, reduce_sum, ...): rows run in parallel; each row's
 //    statistics are computed just before the row is normalized (compute_at the row loop), each
-//    reduction vectorized through rfactor into `lanes` partial sums.
+//    reduction vectorized through rfactor into `lanes` partial sums; an input far larger than the
+//    caches is prefetched rows ahead while the row's arithmetic runs.
 //  - elementwise: all axes fused, split into vectors, outer part parallel.
 #include "search/default_schedule.h"
 
@@ -23,6 +24,9 @@ constexpr int64_t kRegVectors = 2;  // accumulator vectors per row
 constexpr int64_t kTileRows = 32;   // output tile per parallel task
 constexpr int64_t kTileCols = 64;
 constexpr int64_t kReduceChains = 4;  // independent accumulators in a vectorized reduction
+constexpr int64_t kPrefetchMinBytes = int64_t(16) << 20;  // inputs this large stream from DRAM
+constexpr int64_t kPrefetchAheadBytes = 64 << 10;         // how far ahead they are fetched
+constexpr int64_t kCacheLineBytes = 64;
 
 bool is_expensive(const Expr& e) {
   if (e->op == ExprOp::Call && e->math_fn() != MathFn::Abs && e->math_fn() != MathFn::Sqrt) return true;
@@ -120,6 +124,38 @@ class DefaultScheduler {
         std::vector<std::string> consumers = state().effective_consumers(op.name);
         if (consumers.size() == 1) apply(compute_at_step(op.name, consumers[0], state().stage(consumers[0]).leaf_names()[0]));
       }
+    }
+    for (const Operation& op : dag_.ops())
+      if (op.is_placeholder) prefetch_rows_ahead(op, out.name);
+  }
+
+  // A row's first pass over a large input waits on DRAM, and its later passes (computing in cache)
+  // leave DRAM idle. The last stage before the output's pass that reads the input fetches it
+  // kPrefetchAheadBytes ahead (at least a row), so the next rows arrive while this one computes. The
+  // prefetch goes in the stage's innermost loop that is neither vectorized nor unrolled: one
+  // iteration covers a few cache lines of the row.
+  void prefetch_rows_ahead(const Operation& input, const std::string& out) {
+    if (input.shape.size() < 2) return;
+    const int64_t cols = input.shape.back(), row_bytes = 4 * cols;
+    int64_t bytes = row_bytes;
+    for (size_t d = 0; d + 1 < input.shape.size(); ++d) bytes *= input.shape[d];
+    if (bytes < kPrefetchMinBytes) return;
+    std::string reader;
+    for (const std::string& c : state().effective_consumers(input.name))
+      if (c != out && (reader.empty() || state().stage_index(c) > state().stage_index(reader))) reader = c;
+    if (reader.empty()) return;
+    const Stage& s = state().stage(reader);
+    int64_t per_iteration = 1;
+    for (int p = static_cast<int>(s.leaves.size()) - 1; p >= 0; --p) {
+      const IterVar& v = s.leaf(p);
+      if (v.annotation == Annotation::Vectorize || v.annotation == Annotation::Unroll) {
+        per_iteration *= v.extent;
+        continue;
+      }
+      if (per_iteration * 4 < kCacheLineBytes || per_iteration > cols) return;
+      int64_t rows_ahead = std::max<int64_t>(1, (kPrefetchAheadBytes + row_bytes - 1) / row_bytes);
+      apply(prefetch_step(reader, v.name, input.name, (rows_ahead * cols + per_iteration - 1) / per_iteration));
+      return;
     }
   }
 

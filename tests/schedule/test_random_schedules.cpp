@@ -270,3 +270,41 @@ TEST_CASE("prefetch anywhere changes no result of the row templates at odd shape
     }
   }
 }
+
+TEST_CASE("default schedule: inputs far larger than the caches are prefetched rows ahead", "[default][prefetch]") {
+  auto prefetches_of = [](const Trace& t) {
+    std::vector<Step> out;
+    for (const Step& s : t.steps)
+      if (s.kind == StepKind::Prefetch) out.push_back(s);
+    return out;
+  };
+  SECTION("softmax 8192x8192: exps, the pass after the max, fetches X at least a row ahead") {
+    ComputeDAG dag = build_op("softmax", {{"rows", "8192"}, {"cols", "8192"}});
+    Trace t = default_schedule(dag, host_spec());
+    std::vector<Step> p = prefetches_of(t);
+    REQUIRE(p.size() == 1);
+    CHECK(p[0].stage == "exps");
+    CHECK(p[0].tensor == "X");
+    const State state = replay(dag, t);
+    const Stage& exps = state.stage("exps");
+    int64_t per_iteration = 1;
+    for (int q = exps.leaf_position(p[0].loop) + 1; q < static_cast<int>(exps.leaves.size()); ++q)
+      per_iteration *= exps.leaf(q).extent;
+    CHECK(p[0].value * per_iteration >= 8192);
+    LoweredFunc f = lower(state, "k");
+    CHECK(count_op(f.body, StmtOp::Prefetch) >= 1);
+  }
+  SECTION("layernorm 16384x1024: the variance pass fetches X; gamma and beta are small") {
+    ComputeDAG dag = build_op("layernorm", {{"rows", "16384"}, {"cols", "1024"}});
+    std::vector<Step> p = prefetches_of(default_schedule(dag, host_spec()));
+    REQUIRE(p.size() == 1);
+    CHECK(p[0].stage == "var_sum.rf");
+    CHECK(p[0].tensor == "X");
+  }
+  SECTION("small inputs are left to the caches") {
+    for (const char* op : {"softmax", "layernorm", "rmsnorm", "reduce_sum"}) {
+      ComputeDAG dag = build_op(op, {{"rows", "61"}, {"cols", "1000"}});
+      CHECK(prefetches_of(default_schedule(dag, host_spec())).empty());
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #   experiments/measure/stability.sh TARGET CASE [SESSIONS] [TESSEL] [SUITE]
 #   e.g. experiments/measure/stability.sh llvm rowsum_8192x8192 10
 #   CASE may also be op arguments: "--op matmul --param M=768 --param N=768 --param K=768"
+#   EXTRA="--threads 1" adds arguments to every `tessel measure`.
 set -euo pipefail
 TARGET=${1:?target llvm or cuda}
 CASE=${2:?suite case}
@@ -15,11 +16,12 @@ SUITE=${5:-experiments/suite.json}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "### $CASE, default schedule, --target $TARGET, $SESSIONS sessions"
+read -r -a extra <<< "${EXTRA:-}"
+echo "### $CASE, default schedule, --target $TARGET ${EXTRA:-}, $SESSIONS sessions"
 echo
 if [[ "$CASE" == --op* ]]; then read -r -a workload <<< "$CASE"; else workload=(--suite "$SUITE" --case "$CASE"); fi
 for s in $(seq 1 "$SESSIONS"); do
-  "$TESSEL" measure "${workload[@]}" --schedule default --target "$TARGET" --db "$work/log.db" >/dev/null
+  "$TESSEL" measure "${workload[@]}" --schedule default --target "$TARGET" "${extra[@]}" --db "$work/log.db" >/dev/null
 done
 "$TESSEL" db export --db "$work/log.db" | python3 -c '
 import json, sys

@@ -596,7 +596,7 @@ TEST_CASE("prefetch: regions of the inner loops, contiguous or looped", "[lower]
   }
 }
 
-TEST_CASE("prefetch: the unroll budget counts prefetches; the GPU target rejects them", "[lower][prefetch]") {
+TEST_CASE("prefetch: the unroll budget counts prefetches, and the GPU target rejects them", "[lower][prefetch]") {
   ComputeDAG dag = chain_dag(13, 61);
   // A prefetch loop of 13 inside a pragma budget of 8 statements stays a loop.
   Trace t = inlined_chain({reorder_step("C", {"y", "x"}), prefetch_step("C", "y", "A", 1),

@@ -121,7 +121,7 @@ class GpuScheduler {
   // R[i] = reduce_k f -> R.rf[i, t] = reduce over k.0 of f(k.0 * threads + t), one partial per thread
   // in shared memory; R then combines the partials in every thread.
   void partial_sums(const std::string& name, int64_t threads) {
-    const Operation& op = state().op(name);
+    const Operation op = state().op(name);  // a copy: every applied step replaces the state
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
     if (!apply(split_step(name, k, {threads}))) return;

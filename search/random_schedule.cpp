@@ -64,7 +64,7 @@ class Generator {
   // Inlining, cache_write, rfactor and cache_read: the choices that add or remove stages.
   void choose_structure() {
     for (const std::string& name : compute_stages_reversed()) {
-      const Operation& op = state().op(name);
+      const Operation op = state().op(name);  // a copy: every applied step replaces the state
       if (op.reduce == ReduceKind::None) {
         if (!state().is_output(name) && coin(0.5)) apply(compute_inline_step(name));
         continue;

@@ -48,7 +48,8 @@ TEST_CASE("every candidate gets one result: faults cost one record each, the res
       CHECK(r[i].samples_s.size() >= 5);
     }
     CHECK(r[1].error == ErrorCode::RuntimeError);
-    CHECK_THAT(r[1].message, Catch::Contains("signal 11"));
+    // SIGSEGV, or a sanitizer's exit status when the runner is built with one.
+    CHECK_THAT(r[1].message, Catch::Contains("crashed its runner"));
     CHECK(r[2].error == ErrorCode::RunTimeout);
     CHECK(r[3].error == ErrorCode::WrongAnswer);
     CHECK_THAT(r[3].message, Catch::Contains("wrong values in C"));

@@ -28,8 +28,7 @@ CheckOutcome compare_outputs(const std::vector<BufferParam>& params,
   for (const BufferParam& p : params) {
     if (!p.is_output) continue;
     CompareResult c = compare_with_reference(dag.op(p.name), read(p.name), reference.at(p.name));
-    if (c.mismatches > 0)
-      return {false, std::to_string(c.mismatches) + " wrong values in " + p.name + ", first " + c.first_mismatch};
+    if (c.mismatches > 0) return {false, mismatch_summary(p.name, c)};
   }
   return {true, ""};
 }

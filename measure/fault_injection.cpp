@@ -58,8 +58,7 @@ LoweredFunc inject_fault(const LoweredFunc& func, Fault fault, int64_t far_eleme
       break;
     }
   if (!out) throw Error("inject_fault: " + func.name + " has no output");
-  int64_t elements = 1;
-  for (int64_t e : out->shape) elements *= e;
+  int64_t elements = num_elements(*out);
   Expr first = make_load(out->name, make_int(0), kFloat32);
   Stmt code;
   switch (fault) {

@@ -9,12 +9,6 @@
 
 namespace tessel {
 
-int64_t num_elements(const BufferParam& p) {
-  int64_t n = 1;
-  for (int64_t e : p.shape) n *= e;
-  return n;
-}
-
 void HostBuffers::Free::operator()(float* p) const { std::free(p); }
 
 HostBuffers::HostBuffers(const std::vector<BufferParam>& params) : params_(params) {

@@ -34,6 +34,4 @@ class HostBuffers {
   std::vector<void*> pointers_;
 };
 
-int64_t num_elements(const BufferParam& p);
-
 }  // namespace tessel

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -29,19 +28,18 @@
 #include "codegen/llvm/llvm_backend.h"
 #include "codegen/llvm/parallel_runtime.h"
 #include "measure/artifact.h"
+#include "measure/device_buffers.h"
 #include "measure/run_settings.h"
+#include "measure/timer.h"
 #include "measure/workload_data.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
 void reply(const Json& j) { std::cout << j.dump() << "\n" << std::flush; }
-
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // Compares every output of `params` (read through `read`) with the workload's reference; "" when all
 // agree, else the first mismatch.
@@ -53,25 +51,22 @@ std::string compare(const WorkloadData& data, const std::vector<BufferParam>& pa
     if (!t || !t->is_output) return "no reference for output " + params[i].name;
     CompareResult c = compare_with_reference(t->name, t->shape, read(i), t->reference, t->tolerance.rtol,
                                              t->tolerance.atol);
-    if (c.mismatches > 0)
-      return std::to_string(c.mismatches) + " wrong values in " + t->name + ", first " + c.first_mismatch;
+    if (c.mismatches > 0) return mismatch_summary(t->name, c);
   }
   return "";
 }
 
-const WorkloadData::Tensor& input_of(const WorkloadData& data, const BufferParam& p) {
+const float* input_of(const WorkloadData& data, const BufferParam& p) {
   const WorkloadData::Tensor* t = data.find(p.name);
-  int64_t n = 1;
-  for (int64_t e : p.shape) n *= e;
-  if (!t || t->is_output || t->elements != n)
-    throw Error("the workload data has no input " + p.name + " of " + std::to_string(n) + " values");
-  return *t;
+  if (!t || t->is_output || t->elements != num_elements(p))
+    throw Error("the workload data has no input " + p.name + " of " + std::to_string(num_elements(p)) + " values");
+  return t->input;
 }
 
-int64_t elements_of(const BufferParam& p) {
-  int64_t n = 1;
-  for (int64_t e : p.shape) n *= e;
-  return n;
+std::vector<double> to_seconds(const std::vector<double>& ms) {
+  std::vector<double> s;
+  for (double v : ms) s.push_back(v * 1e-3);
+  return s;
 }
 
 // A host buffer whose end abuts an inaccessible guard region (and whose start follows one), so that
@@ -149,13 +144,13 @@ class CpuBackend : public Backend {
     std::vector<std::unique_ptr<GuardedBuffer>> buffers;
     std::vector<void*> args;
     for (const BufferParam& p : a.params) {
-      int64_t n = elements_of(p);
+      int64_t n = num_elements(p);
       buffers.push_back(std::make_unique<GuardedBuffer>(n * 4));
       float* d = buffers.back()->data();
       if (p.is_output)
         std::fill(d, d + n, std::numeric_limits<float>::quiet_NaN());
       else
-        std::memcpy(d, input_of(data, p).input, static_cast<size_t>(n) * 4);
+        std::memcpy(d, input_of(data, p), static_cast<size_t>(n) * 4);
       args.push_back(d);
     }
     kernel->run(args.data());
@@ -164,21 +159,15 @@ class CpuBackend : public Backend {
     if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
 
     if (s.flush && !flusher_) flusher_ = std::make_unique<CacheFlusher>();
-    for (int i = 0; i < s.warmup; ++i) kernel->run(args.data());
-    std::vector<double> samples;
-    double total = 0;
-    auto start = Clock::now();
-    while (static_cast<int>(samples.size()) < s.max_samples) {
-      if (static_cast<int>(samples.size()) >= s.min_samples && total >= s.min_time_s) break;
-      if (!samples.empty() && seconds(start, Clock::now()) >= s.budget_s) break;
-      if (flusher_ && s.flush) flusher_->flush();
-      auto t0 = Clock::now();
-      kernel->run(args.data());
-      double t = seconds(t0, Clock::now());
-      samples.push_back(t);
-      total += t;
-    }
-    return {{"result", "ok"}, {"samples_s", samples}};
+    TimingOptions timing;
+    timing.min_total_s = s.min_time_s;
+    timing.warmup_runs = s.warmup;
+    timing.min_samples = s.min_samples;
+    timing.max_samples = s.max_samples;
+    timing.budget_s = s.budget_s;
+    if (s.flush) timing.before_sample = [this] { flusher_->flush(); };
+    TimingResult t = time_function([&] { kernel->run(args.data()); }, timing);
+    return {{"result", "ok"}, {"samples_s", to_seconds(t.samples_ms)}};
   }
 
  private:
@@ -202,41 +191,21 @@ class CudaBackend : public Backend {
     program.launches = a.launches;
     program.scratch = a.scratch;
     std::unique_ptr<CudaModule> module = rt_->load(program, cubin);
-    std::vector<uint64_t> args;
-    struct Free {
-      CudaRuntime* rt;
-      std::vector<uint64_t>* ptrs;
-      ~Free() {
-        for (uint64_t p : *ptrs) try {
-            rt->free(p);
-          } catch (...) {  // a poisoned context: the process exits soon anyway
-          }
-      }
-    } free_all{rt_, &args};
-    for (const BufferParam& p : a.params) {
-      int64_t n = elements_of(p);
-      args.push_back(rt_->alloc(std::max<int64_t>(n, 1) * 4));
-      if (p.is_output)
-        rt_->fill_nan(args.back(), n);
-      else
-        rt_->copy_to_device(args.back(), input_of(data, p).input, n * 4);
-    }
-    module->run(args);
+    DeviceBuffers buffers(*rt_, a.params);
+    for (size_t i = 0; i < a.params.size(); ++i)
+      if (!a.params[i].is_output) buffers.set_input(i, input_of(data, a.params[i]));
+    buffers.poison_outputs();
+    module->run(buffers.args());
     rt_->synchronize();
     checked();
     std::vector<std::vector<float>> host(a.params.size());
-    for (size_t i = 0; i < a.params.size(); ++i) {
-      if (!a.params[i].is_output) continue;
-      host[i].resize(static_cast<size_t>(elements_of(a.params[i])));
-      rt_->copy_to_host(host[i].data(), args[i], elements_of(a.params[i]) * 4);
-    }
+    for (size_t i = 0; i < a.params.size(); ++i)
+      if (a.params[i].is_output) host[i] = buffers.read(a.params[i].name);
     std::string wrong = compare(data, a.params, [&](size_t i) { return host[i].data(); });
     if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
-    CudaTiming t = rt_->time([&] { module->run(args); }, s.min_time_s * 1e3, s.flush);
+    CudaTiming t = rt_->time([&] { module->run(buffers.args()); }, s.min_time_s * 1e3, s.flush);
     rt_->synchronize();
-    std::vector<double> samples;
-    for (double ms : t.samples_ms) samples.push_back(ms * 1e-3);
-    return {{"result", "ok"}, {"samples_s", samples}};
+    return {{"result", "ok"}, {"samples_s", to_seconds(t.samples_ms)}};
   }
 
   // False once a fault has poisoned the context.

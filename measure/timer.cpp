@@ -17,8 +17,12 @@ TimingResult time_function(const std::function<void()>& fn, const TimingOptions&
   for (int i = 0; i < options.warmup_runs; ++i) fn();
   TimingResult r;
   double total = 0;
+  auto start = clock::now();
   while (static_cast<int>(r.samples_ms.size()) < options.max_samples &&
          (total < options.min_total_s || static_cast<int>(r.samples_ms.size()) < options.min_samples)) {
+    if (!r.samples_ms.empty() && std::chrono::duration<double>(clock::now() - start).count() >= options.budget_s)
+      break;
+    if (options.before_sample) options.before_sample();
     auto t0 = clock::now();
     fn();
     double s = std::chrono::duration<double>(clock::now() - t0).count();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <vector>
 
 namespace tessel {
@@ -12,6 +13,11 @@ struct TimingOptions {
   int warmup_runs = 2;
   int min_samples = 5;
   int max_samples = 10000;
+  // Stop once this much wall time has gone by in sampling, even short of the minimums (at least one
+  // sample is always taken).
+  double budget_s = std::numeric_limits<double>::infinity();
+  // Runs before every sample, outside the timed region (e.g. a cache flush).
+  std::function<void()> before_sample;
 };
 
 struct TimingResult {

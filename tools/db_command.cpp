@@ -11,6 +11,7 @@
 
 #include "database/tuning_log.h"
 #include "database/tuning_log_json.h"
+#include "tools/format_duration.h"
 
 namespace tessel {
 namespace {
@@ -70,18 +71,6 @@ void expect_no_files(const Arguments& a) {
   }
 }
 
-std::string format_seconds(double seconds) {
-  char buffer[64];
-  if (seconds < 1e-3) {
-    std::snprintf(buffer, sizeof buffer, "%.2f us", seconds * 1e6);
-  } else if (seconds < 1) {
-    std::snprintf(buffer, sizeof buffer, "%.3f ms", seconds * 1e3);
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.3f s", seconds);
-  }
-  return buffer;
-}
-
 std::string describe(const TargetInfo& t) {
   std::string text = t.kind;
   if (!t.arch.empty()) text += "/" + t.arch;
@@ -138,7 +127,7 @@ int best(const Arguments& a, std::ostream& out) {
   for (const auto& r : records) {
     double gflops = r.median_s > 0 ? r.workload.flops / r.median_s * 1e-9 : 0.0;
     std::snprintf(line, sizeof line, "%-24s  %-28s  %12s  %10.2f  %8lld\n", r.workload.key.c_str(),
-                  describe(r.target).c_str(), format_seconds(r.median_s).c_str(), gflops,
+                  describe(r.target).c_str(), format_duration(r.median_s).c_str(), gflops,
                   static_cast<long long>(r.id));
     out << line;
   }

@@ -18,6 +18,7 @@
 #include "search/gpu_schedule.h"
 #include "search/random_schedule.h"
 #include "tools/commands.h"
+#include "tools/format_duration.h"
 #include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
 
@@ -25,16 +26,6 @@ namespace tessel {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string format_latency(double s) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(s < 1e-3 ? 2 : 3);
-  if (s < 1e-3)
-    out << s * 1e6 << " us";
-  else
-    out << s * 1e3 << " ms";
-  return out.str();
-}
 
 // The live status line: redrawn in place on a terminal, silent otherwise.
 class ProgressLine {
@@ -48,7 +39,7 @@ class ProgressLine {
     std::ostringstream line;
     line << "  measured " << done << "/" << total_ << (building.empty() ? "" : "  " + building) << "  errors "
          << errors << "  best "
-         << (best_index >= 0 ? format_latency(best_s) + " (#" + std::to_string(best_index) + ")" : std::string("-"))
+         << (best_index >= 0 ? format_duration(best_s) + " (#" + std::to_string(best_index) + ")" : std::string("-"))
          << "  " << std::fixed << std::setprecision(1) << (elapsed > 0 ? done / elapsed : 0.0) << " cand/s";
     std::string text = line.str();
     std::cerr << "\r" << text << std::string(last_width_ > text.size() ? last_width_ - text.size() : 0, ' ')
@@ -166,7 +157,7 @@ int cmd_measure(const MeasureArgs& args) {
           }
           if (args.verbose)
             std::cout << "#" << index << " " << plan[static_cast<size_t>(index)].label << ": " << to_string(r.error)
-                      << (r.error == ErrorCode::Ok ? " " + format_latency(r.median_s) : "")
+                      << (r.error == ErrorCode::Ok ? " " + format_duration(r.median_s) : "")
                       << (r.message.empty() ? "" : "  " + r.message.substr(0, 200)) << "\n"
                       << std::flush;
           progress.update(done, errors, best_s, best_index);
@@ -206,7 +197,7 @@ int cmd_measure(const MeasureArgs& args) {
   if (best_index >= 0) {
     double gflops = w.dag.flops() / best_s / 1e9;
     std::cout << "  best: #" << best_index << " (" << plan[static_cast<size_t>(best_index)].label << ") median "
-              << format_latency(best_s) << ", " << std::fixed << std::setprecision(1) << gflops << " GFLOP/s\n";
+              << format_duration(best_s) << ", " << std::fixed << std::setprecision(1) << gflops << " GFLOP/s\n";
   } else {
     std::cout << "  best: none (no candidate ran correctly)\n";
   }

@@ -316,6 +316,10 @@ HostTensors make_random_inputs(const ComputeDAG& dag, uint64_t seed) {
   return out;
 }
 
+std::string mismatch_summary(const std::string& tensor, const CompareResult& c) {
+  return std::to_string(c.mismatches) + " wrong values in " + tensor + ", first " + c.first_mismatch;
+}
+
 CompareResult compare_with_reference(const Operation& op, const std::vector<float>& got,
                                      const std::vector<double>& want, double rtol, double atol) {
   if (static_cast<int64_t>(want.size()) != op.num_elements() || got.size() != want.size())

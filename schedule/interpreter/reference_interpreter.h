@@ -33,6 +33,9 @@ struct CompareResult {
 CompareResult compare_with_reference(const Operation& op, const std::vector<float>& got,
                                      const std::vector<double>& want, double rtol = 1e-4,
                                      double atol = 1e-5);
+// "3 wrong values in C, first C[0, 1]: got 2, want 1.5": how every check reports a mismatch.
+std::string mismatch_summary(const std::string& tensor, const CompareResult& c);
+
 // The same on raw arrays of `shape`'s element count (a process holding only the data and the
 // output's name and shape, such as a runner worker).
 CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,

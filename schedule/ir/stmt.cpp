@@ -7,6 +7,12 @@
 
 namespace tessel {
 
+int64_t num_elements(const BufferParam& p) {
+  int64_t n = 1;
+  for (int64_t e : p.shape) n *= e;
+  return n;
+}
+
 const char* to_string(ForKind kind) {
   switch (kind) {
     case ForKind::Serial: return "for";

@@ -90,6 +90,9 @@ struct BufferParam {
   bool is_output = false;
 };
 
+// Elements of a parameter: the product of its shape.
+int64_t num_elements(const BufferParam& p);
+
 // What lowering hands to a code generator: `void name(void** args)` where args[i] points to
 // params[i]'s data (dense, row-major).
 struct LoweredFunc {

@@ -1,0 +1,37 @@
+// The cost model: scores candidate programs so that the search measures only the promising ones.
+// Scores are comparable within one task (workload + target), higher meaning faster.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "costmodel/features.h"
+
+namespace tessel {
+
+// One measured program. `group` names its task (workload key + "/" + target kind); a latency that
+// is not finite and positive marks a candidate that failed (it trains as throughput 0).
+struct TrainingSample {
+  ProgramFeatures features;
+  std::string group;
+  double latency_s = 0;
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // One score per program, higher = predicted faster.
+  virtual std::vector<double> predict(const std::vector<ProgramFeatures>& programs) = 0;
+  // Adds measured samples to what the model learns from and updates it.
+  virtual void update(const std::vector<TrainingSample>& samples) = 0;
+  // Whether predictions carry information yet (false before the first update with data).
+  virtual bool trained() const = 0;
+  virtual std::string name() const = 0;
+};
+
+// Uniform random scores: the search without a model (for ablations), deterministic given the seed.
+std::unique_ptr<CostModel> make_random_model(uint64_t seed);
+
+}  // namespace tessel

@@ -1,0 +1,40 @@
+// Features of a lowered program for the cost model: one fixed-width row per buffer store (a Store
+// statement of the lowered, flattened program), so that a program is a small matrix whose rows the
+// model scores and sums. Every field is documented in docs/costmodel_features.md; the layout is
+// versioned: a model trained on one version refuses features of another.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule/ir/stmt.h"
+#include "schedule/state/trace.h"
+
+namespace tessel {
+
+constexpr int kFeatureVersion = 1;
+
+// What the features need to know of the machine the program runs on.
+struct FeatureTarget {
+  bool gpu = false;
+  int cache_line_bytes = 64;  // CPU cache line; GPU: 32-byte sectors are used instead
+};
+
+// rows x feature_width() values, row-major; one row per buffer store.
+struct ProgramFeatures {
+  int rows = 0;
+  std::vector<float> values;
+};
+
+int feature_width();
+// One name per column, e.g. "float_mul", "vec_len", "B0.bytes" (documented in docs/costmodel_features.md).
+const std::vector<std::string>& feature_names();
+
+// Features of `func` (lowered for `target`). Never throws for a program lowering accepted.
+ProgramFeatures extract_features(const LoweredFunc& func, const FeatureTarget& target);
+
+// Replays `trace` on `dag`, lowers it for the target and extracts its features. Throws ScheduleError
+// when the trace does not apply or lower.
+ProgramFeatures features_of_schedule(const ComputeDAG& dag, const Trace& trace, const FeatureTarget& target);
+
+}  // namespace tessel

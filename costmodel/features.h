@@ -1,6 +1,6 @@
 // Features of a lowered program for the cost model: one fixed-width row per buffer store (a Store
-// statement of the lowered, flattened program), so that a program is a small matrix whose rows the
-// model scores and sums. Every field is documented in docs/costmodel_features.md; the layout is
+// statement of the lowered, flattened program; the copies unrolling made of one store share a row),
+// so that a program is a small matrix whose rows the model scores and sums. Every field is documented in docs/costmodel_features.md; the layout is
 // versioned: a model trained on one version refuses features of another.
 #pragma once
 
@@ -30,7 +30,9 @@ int feature_width();
 // One name per column, e.g. "float_mul", "vec_len", "B0.bytes" (documented in docs/costmodel_features.md).
 const std::vector<std::string>& feature_names();
 
-// Features of `func` (lowered for `target`). Never throws for a program lowering accepted.
+// Features of `func` (lowered for `target`). Never throws for a program lowering accepted. The
+// `auto_unroll_max_step` column stays 0 here (lowering consumed the pragma); features_of_schedule
+// fills it from the trace, so train and predict through the same function.
 ProgramFeatures extract_features(const LoweredFunc& func, const FeatureTarget& target);
 
 // Replays `trace` on `dag`, lowers it for the target and extracts its features. Throws ScheduleError

@@ -1,0 +1,72 @@
+// The learned cost model: gradient-boosted trees (XGBoost) that score every store row of a program
+// and sum the rows into the program's score, trained on throughput normalized within each task
+// (Ansor's pack-sum objective). The model remembers every sample it has seen and grows
+// incrementally; it saves to and loads from one JSON file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "costmodel/cost_model.h"
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+// XGBoost refused a call (out of memory, a corrupt booster): the message is XGBoost's own.
+class XGBoostError : public Error {
+ public:
+  explicit XGBoostError(const std::string& message) : Error(message) {}
+};
+
+struct XGBoostModelOptions {
+  int max_depth = 6;           // Ansor uses 10; on hundreds of programs that learns noise
+  double eta = 0.1;            // learning rate of each tree
+  int rounds_per_update = 20;  // trees added on the whole sample set by each update()
+  int retrain_rounds = 200;    // trees of a model trained from scratch (first update, and past max_trees)
+  int max_trees = 1000;        // past this many trees, update() retrains from scratch
+  int nthread = 0;             // 0: every core
+  uint64_t seed = 0;
+};
+
+class XGBoostModel : public CostModel {
+ public:
+  explicit XGBoostModel(const XGBoostModelOptions& options = {});
+  ~XGBoostModel() override;
+  XGBoostModel(const XGBoostModel&) = delete;
+  XGBoostModel& operator=(const XGBoostModel&) = delete;
+
+  // Reads a model saved by save(). Throws InputError naming `path` when the file is missing, is not
+  // a tessel cost model, or was trained on another feature version or width. The samples the model
+  // was trained on are not saved: a loaded model predicts, and later updates learn from new samples
+  // only (continuing from the loaded trees).
+  static std::unique_ptr<XGBoostModel> load(const std::string& path);
+  // Writes the trees and the metadata (feature version and width, options, sample count) as one
+  // JSON file. Throws InputError when the file cannot be written.
+  void save(const std::string& path) const;
+
+  std::vector<double> predict(const std::vector<ProgramFeatures>& programs) override;
+  // Appends `samples` to the training set and adds rounds_per_update trees fitted to all of it, or
+  // retrains from scratch when the model has no trees yet or would pass max_trees.
+  void update(const std::vector<TrainingSample>& samples) override;
+  bool trained() const override;
+  std::string name() const override { return "xgboost"; }
+
+  const XGBoostModelOptions& options() const { return options_; }
+  int num_trees() const;
+  // Samples seen, including those of the model this one was loaded from.
+  int64_t num_samples() const { return samples_seen_; }
+  // Retrainings from scratch so far (the first training included).
+  int num_retrains() const { return retrains_; }
+
+ private:
+  struct Impl;
+  XGBoostModelOptions options_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<TrainingSample> samples_;
+  int64_t samples_seen_ = 0;
+  int retrains_ = 0;
+};
+
+}  // namespace tessel

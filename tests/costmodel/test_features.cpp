@@ -1,0 +1,181 @@
+// Features of lowered programs: layout and documentation, determinism, and that the columns see what
+// the schedule did (vector lanes, GPU bindings, loop extents, pragmas).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "costmodel/features.h"
+#include "schedule/lower/lower.h"
+#include "schedule/ops/op_library.h"
+#include "schedule/te/error.h"
+#include "search/gpu_schedule.h"
+#include "search/random_schedule.h"
+
+using namespace tessel;
+
+namespace {
+
+ComputeDAG matmul(int64_t m, int64_t n, int64_t k) {
+  return build_op("matmul", {{"M", std::to_string(m)}, {"N", std::to_string(n)}, {"K", std::to_string(k)}});
+}
+
+int column(const std::string& name) {
+  const auto& names = feature_names();
+  auto it = std::find(names.begin(), names.end(), name);
+  REQUIRE(it != names.end());
+  return static_cast<int>(it - names.begin());
+}
+
+float at(const ProgramFeatures& f, int row, const std::string& name) {
+  return f.values[static_cast<size_t>(row) * feature_width() + column(name)];
+}
+
+// The largest value of a column over the rows.
+float max_of(const ProgramFeatures& f, const std::string& name) {
+  float best = -1;
+  for (int r = 0; r < f.rows; ++r) best = std::max(best, at(f, r, name));
+  return best;
+}
+
+// The row that multiplies floats (the update of a contraction).
+int update_row(const ProgramFeatures& f) {
+  for (int r = 0; r < f.rows; ++r)
+    if (at(f, r, "float_mul") > 0) return r;
+  FAIL("no row multiplies floats");
+  return -1;
+}
+
+float log1p2(double x) { return static_cast<float>(std::log2(1.0 + x)); }
+
+}  // namespace
+
+TEST_CASE("feature names match the width, are unique and all documented", "[costmodel][features]") {
+  const auto& names = feature_names();
+  REQUIRE(static_cast<int>(names.size()) == feature_width());
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
+
+  std::ifstream doc(std::string(TESSEL_SOURCE_DIR) + "/docs/costmodel_features.md");
+  REQUIRE(doc);
+  std::stringstream text;
+  text << doc.rdbuf();
+  const std::string md = text.str();
+  CHECK_THAT(md, Catch::Contains(std::to_string(feature_width()) + "\ncolumns") ||
+                     Catch::Contains(std::to_string(feature_width()) + " columns"));
+  for (const std::string& name : names) {
+    // Per-buffer blocks and curve points are documented once, as Bk.<column> and ai_curve.p.
+    std::string documented = name;
+    if (name.size() > 3 && name[0] == 'B' && std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '.')
+      documented = "Bk." + name.substr(3);
+    if (name.rfind("ai_curve.", 0) == 0) documented = "ai_curve.p";
+    INFO(name);
+    CHECK_THAT(md, Catch::Contains("| `" + documented + "` |"));
+  }
+}
+
+TEST_CASE("features are deterministic and finite for random schedules of several ops", "[costmodel][features]") {
+  std::vector<ComputeDAG> dags = {matmul(61, 7, 13), build_op("softmax", {{"rows", "13"}, {"cols", "100"}}),
+                                  build_op("conv2d", {{"N", "1"}, {"C", "8"}, {"H", "14"}, {"W", "14"}, {"F", "16"},
+                                                      {"KH", "3"}, {"KW", "3"}, {"pad", "1"}})};
+  for (const ComputeDAG& dag : dags)
+    for (uint64_t seed = 0; seed < 10; ++seed)
+      for (bool gpu : {false, true}) {
+        Trace t = gpu ? random_gpu_schedule(dag, seed, GpuTargetSpec{}) : random_schedule(dag, seed, CpuTargetSpec{16, 2});
+        ProgramFeatures a = features_of_schedule(dag, t, FeatureTarget{gpu});
+        ProgramFeatures b = features_of_schedule(dag, t, FeatureTarget{gpu});
+        REQUIRE(a.rows > 0);
+        REQUIRE(a.values.size() == static_cast<size_t>(a.rows) * feature_width());
+        CHECK(a.values == b.values);
+        for (float v : a.values) REQUIRE(std::isfinite(v));
+      }
+}
+
+TEST_CASE("arithmetic counts scale with the loop extents", "[costmodel][features]") {
+  for (int64_t m : {16, 64}) {
+    ComputeDAG dag = matmul(m, 32, 8);
+    ProgramFeatures f = features_of_schedule(dag, Trace{}, FeatureTarget{});
+    int r = update_row(f);
+    CHECK(at(f, r, "float_mul") == Approx(log1p2(m * 32.0 * 8)));
+    CHECK(at(f, r, "float_addsub") == Approx(log1p2(m * 32.0 * 8)));
+    CHECK(at(f, r, "outer_prod") == Approx(log1p2(m * 32.0 * 8)));
+    CHECK(at(f, r, "num_loops") == 3);
+    CHECK(at(f, r, "num_reduce_loops") == 1);  // k: C[i, j] does not move with it
+    CHECK(at(f, r, "B0.acc_rw") + at(f, r, "B1.acc_rw") + at(f, r, "B2.acc_rw") == 1);
+  }
+}
+
+TEST_CASE("a vectorized schedule shows its vector length", "[costmodel][features]") {
+  ComputeDAG dag = matmul(64, 64, 64);
+  Trace plain;
+  Trace vectorized{{split_step("C", "j", {8}), reorder_step("C", {"i", "j.0", "k", "j.1"}),
+                    annotate_step("C", "j.1", Annotation::Vectorize)}};
+  ProgramFeatures p = features_of_schedule(dag, plain, FeatureTarget{});
+  ProgramFeatures v = features_of_schedule(dag, vectorized, FeatureTarget{});
+  CHECK(max_of(p, "vec_len") == 1);
+  CHECK(max_of(v, "vec_len") == 8);
+  CHECK(max_of(v, "vec_contiguous") == 1);
+  CHECK(max_of(v, "vec_load_lanes") == 8);
+  // The same work, counted in lanes.
+  CHECK(at(v, update_row(v), "float_mul") == Approx(at(p, update_row(p), "float_mul")));
+}
+
+TEST_CASE("a parallel loop and an unrolled loop show in their columns", "[costmodel][features]") {
+  ComputeDAG dag = matmul(64, 64, 64);
+  Trace t{{split_step("C", "i", {16}), annotate_step("C", "i.0", Annotation::Parallel), split_step("C", "k", {4}),
+           annotate_step("C", "k.1", Annotation::Unroll)}};
+  ProgramFeatures f = features_of_schedule(dag, t, FeatureTarget{});
+  int r = update_row(f);
+  CHECK(at(f, r, "parallel_num") == 1);
+  CHECK(at(f, r, "parallel_prod") == Approx(log1p2(4)));
+  CHECK(at(f, r, "parallel_depth") == 1);
+  CHECK(at(f, r, "unroll_copies") == Approx(log1p2(4)));
+  CHECK(at(f, r, "float_mul") == Approx(log1p2(64.0 * 64 * 64)));  // copies x remaining loops
+  CHECK(at(f, r, "is_gpu") == 0);
+  CHECK(at(f, r, "threadIdx.x") == 0);
+}
+
+TEST_CASE("auto_unroll_max_step reaches the rows of its stage", "[costmodel][features]") {
+  ComputeDAG dag = matmul(32, 32, 32);
+  Trace t{{pragma_step("C", "i", "auto_unroll_max_step", 64)}};
+  ProgramFeatures f = features_of_schedule(dag, t, FeatureTarget{});
+  CHECK(max_of(f, "auto_unroll_max_step") == Approx(log1p2(64)));
+  ProgramFeatures none = features_of_schedule(dag, Trace{}, FeatureTarget{});
+  CHECK(max_of(none, "auto_unroll_max_step") == 0);
+}
+
+TEST_CASE("a GPU-lowered program shows its thread and block extents and scopes", "[costmodel][features]") {
+  ComputeDAG dag = matmul(64, 64, 64);
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  LoweredFunc func = lower(replay(dag, t), "k", options);
+  // The extents bound to threadIdx.x / blockIdx.x in the program itself.
+  int64_t tx = 0, bx = 0;
+  visit(func.body, [&](const Stmt& s) {
+    if (s->op != StmtOp::For) return;
+    if (s->thread_tag == "threadIdx.x") tx = std::max(tx, *as_int(s->extent));
+    if (s->thread_tag == "blockIdx.x") bx = std::max(bx, *as_int(s->extent));
+  });
+  REQUIRE(tx > 1);
+  ProgramFeatures f = extract_features(func, FeatureTarget{true});
+  int r = update_row(f);
+  CHECK(at(f, r, "is_gpu") == 1);
+  CHECK(at(f, r, "threadIdx.x") == Approx(log1p2(static_cast<double>(tx))));
+  CHECK(at(f, r, "blockIdx.x") == Approx(log1p2(static_cast<double>(bx))));
+  CHECK(at(f, r, "threads_per_block") >= at(f, r, "threadIdx.x"));
+  CHECK(at(f, r, "alloc_local") == 1);  // the register tile C.local
+  CHECK(at(f, r, "parallel_num") == 0);
+  // The operands come from shared memory.
+  float shared = 0;
+  for (int b = 0; b < 5; ++b) shared += at(f, r, "B" + std::to_string(b) + ".scope_shared");
+  CHECK(shared == 2);
+  CHECK(max_of(f, "alloc_shared") == 1);  // the cooperative fetches store into shared memory
+}
+
+TEST_CASE("features_of_schedule reports a trace that does not apply", "[costmodel][features]") {
+  ComputeDAG dag = matmul(16, 16, 16);
+  Trace bad{{split_step("C", "no_such_loop", {4})}};
+  CHECK_THROWS_AS(features_of_schedule(dag, bad, FeatureTarget{}), ScheduleError);
+}

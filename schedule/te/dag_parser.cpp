@@ -213,8 +213,9 @@ class DagParser {
       op.dtype = dtype();
       expect("[", "before the shape of " + op.name);
       if (!accept("]")) {
-        do op.shape.push_back(positive_extent("an extent of " + op.name));
-        while (accept(","));
+        do {
+          op.shape.push_back(positive_extent("an extent of " + op.name));
+        } while (accept(","));
         expect("]", "after the shape of " + op.name);
       }
       expect(")", "to close 'placeholder('");

@@ -2,6 +2,7 @@
 #include "schedule/te/expr.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iomanip>
@@ -376,12 +377,21 @@ Expr substitute(const Expr& e, const std::string& var, const Expr& value) {
 // --- printing -----------------------------------------------------------------------------------
 namespace {
 
+// The shortest %g form that reads back as the same double, so that the canonical text parses back to
+// the identical constant (schedule/te/dag_parser.h). It starts from the 9 significant digits this
+// printer always used: a value they already gave back exactly (integers, 0.5, 1e-05, literals of up
+// to 9 digits) prints as before; others (gelu's sqrt(2/pi), longer literals, doubles rounded to
+// float32 such as 0.10000000149011612) get the up to 17 digits a double needs.
 std::string format_float(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "nan";
-  std::ostringstream s;
-  s << std::setprecision(9) << v;
-  std::string t = s.str();
+  std::string t;
+  for (int digits = 9; digits <= 17; ++digits) {
+    std::ostringstream s;
+    s << std::setprecision(digits) << v;
+    t = s.str();
+    if (std::strtod(t.c_str(), nullptr) == v) break;
+  }
   if (t.find_first_of(".e") == std::string::npos) t += ".0";
   return t + "f";
 }

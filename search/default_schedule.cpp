@@ -26,7 +26,6 @@ constexpr int64_t kTileCols = 64;
 constexpr int64_t kReduceChains = 4;  // independent accumulators in a vectorized reduction
 constexpr int64_t kPrefetchMinBytes = int64_t(16) << 20;  // inputs this large stream from DRAM
 constexpr int64_t kPrefetchAheadBytes = 64 << 10;         // how far ahead they are fetched
-constexpr int64_t kCacheLineBytes = 64;
 
 bool is_expensive(const Expr& e) {
   if (e->op == ExprOp::Call && e->math_fn() != MathFn::Abs && e->math_fn() != MathFn::Sqrt) return true;
@@ -126,67 +125,15 @@ class DefaultScheduler {
       }
     }
     for (const Operation& op : dag_.ops())
-      if (op.is_placeholder) prefetch_rows_ahead(op, out.name);
+      if (op.is_placeholder) prefetch_rows_ahead(b_, op, out.name, kPrefetchAheadBytes, kPrefetchMinBytes);
   }
 
-  // A row's first pass over a large input waits on DRAM, and its later passes (computing in cache)
-  // leave DRAM idle. The last stage before the output's pass that reads the input fetches it
-  // kPrefetchAheadBytes ahead (at least a row), so the next rows arrive while this one computes. The
-  // prefetch goes in the stage's innermost loop that is neither vectorized nor unrolled: one
-  // iteration covers a few cache lines of the row.
-  void prefetch_rows_ahead(const Operation& input, const std::string& out) {
-    if (input.shape.size() < 2) return;
-    const int64_t cols = input.shape.back(), row_bytes = 4 * cols;
-    int64_t bytes = row_bytes;
-    for (size_t d = 0; d + 1 < input.shape.size(); ++d) bytes *= input.shape[d];
-    if (bytes < kPrefetchMinBytes) return;
-    std::string reader;
-    for (const std::string& c : state().effective_consumers(input.name))
-      if (c != out && (reader.empty() || state().stage_index(c) > state().stage_index(reader))) reader = c;
-    if (reader.empty()) return;
-    const Stage& s = state().stage(reader);
-    int64_t per_iteration = 1;
-    for (int p = static_cast<int>(s.leaves.size()) - 1; p >= 0; --p) {
-      const IterVar& v = s.leaf(p);
-      if (v.annotation == Annotation::Vectorize || v.annotation == Annotation::Unroll) {
-        per_iteration *= v.extent;
-        continue;
-      }
-      if (per_iteration * 4 < kCacheLineBytes || per_iteration > cols) return;
-      int64_t rows_ahead = std::max<int64_t>(1, (kPrefetchAheadBytes + row_bytes - 1) / row_bytes);
-      apply(prefetch_step(reader, v.name, input.name, (rows_ahead * cols + per_iteration - 1) / per_iteration));
-      return;
-    }
-  }
-
-  // reduce over k -> rfactor into kReduceChains x `lanes` partial results: independent vector
-  // accumulators, so the adds (or maxes) do not wait on each other's latency.
+  // reduce over k -> kReduceChains x `lanes` partial results when the row is long enough.
   void vectorize_reduction(const std::string& name) {
-    // Copies, not references: every applied step replaces the state.
-    const Operation op = state().op(name);
-    if (op.reduce_axes.size() != 1) return;
-    const std::string k = op.reduce_axes[0].name;
+    const Operation& op = state().op(name);
+    if (op.reduce_axes.size() != 1 || op.reduce_axes[0].extent < 2 * lanes_) return;
     int64_t chains = op.reduce_axes[0].extent >= 8 * kReduceChains * lanes_ ? kReduceChains : 1;
-    if (op.reduce_axes[0].extent < 2 * lanes_) return;
-    if (!apply(split_step(name, k, {chains * lanes_}))) return;
-    if (!apply(rfactor_step(name, k + ".1", static_cast<int64_t>(op.axes.size())))) return;
-    const std::string rf = rfactor_stage_name(name);
-    std::vector<std::string> loops = state().stage(rf).leaf_names();  // [axes..., k.1, k.0(r)]
-    std::vector<std::string> order(loops.begin(), loops.end() - 2);
-    order.push_back(k + ".0");
-    std::string vec = k + ".1";
-    if (chains > 1 && apply(split_step(rf, vec, {lanes_}))) {
-      order.push_back(k + ".1.0");
-      order.push_back(k + ".1.1");
-      apply(reorder_step(rf, order));
-      apply(annotate_step(rf, k + ".1.0", Annotation::Unroll));
-      vec = k + ".1.1";
-    } else {
-      order.push_back(vec);
-      apply(reorder_step(rf, order));
-    }
-    apply(annotate_step(rf, vec, Annotation::Vectorize));
-    apply(compute_at_step(rf, name, state().stage(name).leaf_names()[0]));
+    rfactor_into_vectors(b_, name, chains, lanes_);
   }
 
   void schedule_contraction(const Operation& contraction, const Operation& out) {

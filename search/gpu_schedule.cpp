@@ -7,6 +7,7 @@
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 #include "search/schedule_patterns.h"
+#include "search/sketch.h"
 
 namespace tessel {
 
@@ -248,6 +249,34 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   return k;
 }
 
+// The knobs a DAG's pattern uses, each a decision: the elementwise ones (also padding before a
+// convolution), the row ones, or the contraction's tiles, staging and unrolling.
+Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
+  Knobs k;
+  const Operation* contraction = find_contraction(dag);
+  bool rows = !contraction && std::any_of(dag.ops().begin(), dag.ops().end(),
+                                          [](const Operation& op) { return op.reduce != ReduceKind::None; });
+  bool elementwise = !contraction && !rows;
+  for (const Operation& op : dag.ops())
+    if (contraction && !op.is_placeholder && op.body->op == ExprOp::Select) elementwise = true;
+  if (elementwise) {
+    k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+    k.elem_vector = d.choose("elementwise.vector", {1, 2, 4}, DecisionKind::Vector);
+  }
+  if (rows) k.row_threads = d.choose("rows.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+  if (contraction) {
+    k.block_rows = d.choose("block.rows", {8, 16, 32, 64, 128}, DecisionKind::Tile);
+    k.block_cols = d.choose("block.cols", {8, 16, 32, 64, 128}, DecisionKind::Tile);
+    k.thread_rows = d.choose("thread.rows", {1, 2, 4, 8}, DecisionKind::ThreadBinding);
+    k.thread_cols = d.choose("thread.cols", {1, 2, 3, 4, 8}, DecisionKind::ThreadBinding);
+    k.reduce_tile = d.choose("reduce.tile", {1, 2, 4, 8, 16, 32}, DecisionKind::Tile);
+    k.stage_a = d.choose("stage.a", {0, 1}, DecisionKind::ComputeLocation) != 0;
+    k.stage_b = d.choose("stage.b", {0, 1}, DecisionKind::ComputeLocation) != 0;
+    k.unroll_max_step = d.choose("auto_unroll", {0, 16, 64, 512}, DecisionKind::Unroll);
+  }
+  return k;
+}
+
 bool lowers(const ComputeDAG& dag, const Trace& t, const GpuTargetSpec& target) {
   try {
     LowerOptions options;
@@ -281,6 +310,18 @@ Trace random_gpu_schedule(const ComputeDAG& dag, uint64_t seed, const GpuTargetS
     if (lowers(dag, t, target)) return t;
   }
   return default_gpu_schedule(dag, target);
+}
+
+std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& /*target: its limits are checked when candidates lower*/) {
+  const char* pattern = find_contraction(dag) ? "gpu/multi_level_tiling"
+                        : std::any_of(dag.ops().begin(), dag.ops().end(),
+                                      [](const Operation& op) { return op.reduce != ReduceKind::None; })
+                            ? "gpu/cross_thread_reduction"
+                            : "gpu/elementwise";
+  return {Sketch{pattern, [dag](Decider& d, TraceBuilder& b) {
+                   Trace t = GpuScheduler(dag, decide_knobs(d, dag)).run();
+                   for (const Step& s : t.steps) b.apply(s);
+                 }}};
 }
 
 }  // namespace tessel

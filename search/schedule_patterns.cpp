@@ -1,5 +1,7 @@
 #include "search/schedule_patterns.h"
 
+#include <algorithm>
+
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -63,6 +65,59 @@ ContractionAxes contraction_axes(const Operation& c) {
     if (ax.u >= 0) break;
   }
   return ax;
+}
+
+void rfactor_into_vectors(TraceBuilder& b, const std::string& name, int64_t chains, int64_t lanes) {
+  const Operation op = b.state().op(name);  // a copy: every applied step replaces the state
+  if (op.reduce_axes.size() != 1) return;
+  const std::string k = op.reduce_axes[0].name;
+  if (!b.apply(split_step(name, k, {chains * lanes}))) return;
+  if (!b.apply(rfactor_step(name, k + ".1", static_cast<int64_t>(op.axes.size())))) return;
+  const std::string rf = rfactor_stage_name(name);
+  std::vector<std::string> loops = b.state().stage(rf).leaf_names();  // [axes..., k.1, k.0(r)]
+  std::vector<std::string> order(loops.begin(), loops.end() - 2);
+  order.push_back(k + ".0");
+  std::string vec = k + ".1";
+  if (chains > 1 && b.apply(split_step(rf, vec, {lanes}))) {
+    order.push_back(k + ".1.0");
+    order.push_back(k + ".1.1");
+    b.apply(reorder_step(rf, order));
+    b.apply(annotate_step(rf, k + ".1.0", Annotation::Unroll));
+    vec = k + ".1.1";
+  } else {
+    order.push_back(vec);
+    b.apply(reorder_step(rf, order));
+  }
+  b.apply(annotate_step(rf, vec, Annotation::Vectorize));
+  b.apply(compute_at_step(rf, name, b.state().stage(name).leaf_names()[0]));
+}
+
+void prefetch_rows_ahead(TraceBuilder& b, const Operation& input, const std::string& out, int64_t ahead_bytes,
+                         int64_t min_bytes) {
+  constexpr int64_t kCacheLineBytes = 64;
+  if (input.shape.size() < 2 || ahead_bytes <= 0) return;
+  const int64_t cols = input.shape.back(), row_bytes = 4 * cols;
+  int64_t bytes = row_bytes;
+  for (size_t d = 0; d + 1 < input.shape.size(); ++d) bytes *= input.shape[d];
+  if (bytes < min_bytes) return;
+  const State& state = b.state();
+  std::string reader;
+  for (const std::string& c : state.effective_consumers(input.name))
+    if (c != out && (reader.empty() || state.stage_index(c) > state.stage_index(reader))) reader = c;
+  if (reader.empty()) return;
+  const Stage& s = state.stage(reader);
+  int64_t per_iteration = 1;
+  for (int p = static_cast<int>(s.leaves.size()) - 1; p >= 0; --p) {
+    const IterVar& v = s.leaf(p);
+    if (v.annotation == Annotation::Vectorize || v.annotation == Annotation::Unroll) {
+      per_iteration *= v.extent;
+      continue;
+    }
+    if (per_iteration * 4 < kCacheLineBytes || per_iteration > cols) return;
+    int64_t rows_ahead = std::max<int64_t>(1, (ahead_bytes + row_bytes - 1) / row_bytes);
+    b.apply(prefetch_step(reader, v.name, input.name, (rows_ahead * cols + per_iteration - 1) / per_iteration));
+    return;
+  }
 }
 
 }  // namespace tessel

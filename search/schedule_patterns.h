@@ -35,6 +35,20 @@ const Operation* find_contraction(const ComputeDAG& dag);
 
 // Tiling axes of a contraction: `v` is the last spatial axis (unit stride in the output); `u` is an
 // axis that only the read not indexed by v uses (A's row in matmul, the filter in conv), -1 if none.
+// Row reductions (the default schedule and the CPU sketch share these steps).
+//
+// reduce over k -> rfactor into chains x lanes partial results, independent vector accumulators so
+// the adds (or maxes) do not wait on each other's latency, computed at the row; chains 1: one vector.
+void rfactor_into_vectors(TraceBuilder& b, const std::string& name, int64_t chains, int64_t lanes);
+
+// A row's first pass over a large input waits on DRAM, and its later passes (computing in cache)
+// leave DRAM idle. The last stage before `out`'s pass that reads the input fetches it `ahead_bytes`
+// ahead (at least a row), so the next rows arrive while this one computes. The prefetch goes in the
+// stage's innermost loop that is neither vectorized nor unrolled (one iteration covers a few cache
+// lines of the row). Inputs smaller than `min_bytes` are left alone.
+void prefetch_rows_ahead(TraceBuilder& b, const Operation& input, const std::string& out, int64_t ahead_bytes,
+                         int64_t min_bytes);
+
 struct ContractionAxes {
   int u = -1;
   int v = 0;

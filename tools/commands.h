@@ -67,6 +67,28 @@ struct MeasureArgs {
   bool verbose = false;
 };
 
+struct TuneArgs {
+  WorkloadArgs workload;             // one workload (--op/--param or --suite with one --case)
+  std::vector<std::string> cases;    // --case, repeatable, with --suite
+  bool all = false;                  // every case of --suite
+  std::string target = "llvm";
+  int64_t trials = 0;                // per workload and target, counted over the whole log (required)
+  std::string db;
+  uint64_t seed = 0;
+  std::string model;                 // pre-trained XGBoost model to start from
+  std::string save_model;            // save the model at the end
+  std::string model_kind = "xgboost";
+  std::string strategy = "evolution";
+  int population = 0;                // 0: the search default
+  int generations = -1;              // -1: the search default
+  int batch = 0;
+  double time_budget_s = 0;
+  int builders = 0;
+  int threads = 0;
+  double min_time_ms = 0;
+  bool verbose = false;
+};
+
 struct ScheduleArgs {
   WorkloadArgs workload;
   int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
@@ -76,7 +98,9 @@ struct ScheduleArgs {
 struct DemoArgs {
   std::string suite = "experiments/suite.json";
   std::vector<std::string> cases;  // empty: the embedded default list
-  double min_time_s = 0.2;
+  int64_t trials = 64;
+  double time_budget_s = 110;
+  std::string db;                  // empty: a temporary log
 };
 
 struct Workload;
@@ -95,6 +119,7 @@ int cmd_check(const CheckArgs& args);
 int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
 int cmd_measure(const MeasureArgs& args);  // tools/measure_command.cpp
+int cmd_tune(const TuneArgs& args);        // tools/tune_command.cpp
 
 // --target cuda (tools/cuda_commands.cpp).
 int cmd_check_cuda(const CheckArgs& args);

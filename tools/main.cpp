@@ -32,9 +32,9 @@ int main(int argc, char** argv) {
     return tessel::run_db_command(rest, std::cout, std::cerr);
   }
 
-  const std::vector<std::string> commands = {"ops", "show", "check", "run", "measure", "schedule", "demo", "db"};
+  const std::vector<std::string> commands = {"ops", "show", "check", "run", "measure", "tune", "schedule", "demo", "db"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, measure, schedule, demo, db)\n";
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, measure, tune, schedule, demo, db)\n";
     return 2;
   }
 
@@ -110,11 +110,44 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   measure_cmd->add_flag("-v,--verbose", measure.verbose, "print a line per candidate");
 
+  tessel::TuneArgs tune;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "search schedules (sketches, evolution, XGBoost cost model), recording every trial in the tuning log");
+  tune_cmd->add_option("--op", tune.workload.op, "op template (see `tessel ops`)");
+  tune_cmd->add_option("--param", tune.workload.params, "op parameter NAME=VALUE (repeatable)")->allow_extra_args(false);
+  tune_cmd->add_option("--suite", tune.workload.suite, "suite JSON file");
+  tune_cmd->add_option("--case", tune.cases, "a suite case to tune (repeatable)")->allow_extra_args(false);
+  tune_cmd->add_flag("--all", tune.all, "tune every case of the suite");
+  tune_cmd->add_option("--target", tune.target, "llvm (default) or cuda");
+  tune_cmd->add_option("--trials", tune.trials, "measured candidates per workload, counted over the whole log (required)")
+      ->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--db", tune.db, "tuning log (SQLite): records every trial; a rerun resumes from it (required)");
+  tune_cmd->add_option("--seed", tune.seed, "search seed")->check(CLI::NonNegativeNumber);
+  tune_cmd->add_option("--model", tune.model, "pre-trained XGBoost cost model to start from (tessel model train)");
+  tune_cmd->add_option("--save-model", tune.save_model, "save the cost model at the end");
+  tune_cmd->add_option("--model-kind", tune.model_kind, "xgboost (default) or random (no model, for ablations)");
+  tune_cmd->add_option("--strategy", tune.strategy, "evolution (default) or random (sketch samples only)");
+  tune_cmd->add_option("--population", tune.population, "schedules per generation (default 192)")
+      ->check(CLI::Range(2, 100000));
+  tune_cmd->add_option("--generations", tune.generations, "generations per round (default 3)")->check(CLI::Range(0, 1000));
+  tune_cmd->add_option("--batch", tune.batch, "candidates measured per round (default 32 CPU, 64 GPU)")
+      ->check(CLI::Range(1, 100000));
+  tune_cmd->add_option("--time-budget-s", tune.time_budget_s, "stop after the round that passes this many seconds")
+      ->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--builders", tune.builders, "parallel builds (default: every core)")->check(CLI::Range(1, 256));
+  tune_cmd->add_option("--threads", tune.threads, "llvm: kernel threads (default: every core)")->check(CLI::Range(1, 1024));
+  tune_cmd->add_option("--min-time-ms", tune.min_time_ms, "milliseconds of samples per candidate (default 100 CPU, 50 GPU)")
+      ->check(CLI::PositiveNumber);
+  tune_cmd->add_flag("-v,--verbose", tune.verbose, "a line per round instead of the live table");
+
   tessel::DemoArgs demo;
-  CLI::App* demo_cmd = app.add_subcommand("demo", "build, check and time suite cases with their default schedules");
+  CLI::App* demo_cmd = app.add_subcommand("demo", "a short tuning session of a few suite cases on this CPU");
   demo_cmd->add_option("--suite", demo.suite, "suite JSON file");
-  demo_cmd->add_option("--case", demo.cases, "a case to run (repeatable; default: a representative few)");
-  demo_cmd->add_option("--min-time", demo.min_time_s, "seconds of samples per case")->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--case", demo.cases, "a case to tune (repeatable; default: a representative few)");
+  demo_cmd->add_option("--trials", demo.trials, "trials per case (default 64)")->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--time-budget-s", demo.time_budget_s, "stop after this many seconds (default 110)")
+      ->check(CLI::PositiveNumber);
+  demo_cmd->add_option("--db", demo.db, "keep the tuning log here (default: a temporary one)");
 
   tessel::ScheduleArgs sched;
   CLI::App* sched_cmd = app.add_subcommand("schedule", "print the default (or a random) schedule as JSON");
@@ -141,6 +174,7 @@ int main(int argc, char** argv) {
       return is_cuda(check.target) ? tessel::cmd_check_cuda(check) : tessel::cmd_check(check);
     if (app.got_subcommand("run")) return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);
     if (app.got_subcommand("measure")) return tessel::cmd_measure(measure);
+    if (app.got_subcommand("tune")) return tessel::cmd_tune(tune);
     if (app.got_subcommand("schedule")) return is_cuda(sched.target), tessel::cmd_schedule(sched);
     if (app.got_subcommand("demo")) return tessel::cmd_demo(demo);
   } catch (const tessel::InputError& e) {

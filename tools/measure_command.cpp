@@ -17,6 +17,7 @@
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
 #include "search/random_schedule.h"
+#include "search/tuner.h"
 #include "tools/commands.h"
 #include "tools/format_duration.h"
 #include "tools/tuning_log_glue.h"
@@ -165,20 +166,8 @@ int cmd_measure(const MeasureArgs& args) {
 
     std::vector<MeasureRecord> records;
     for (size_t k = 0; k < results.size(); ++k) {
-      const MeasureResult& r = results[k];
-      ++counts[to_string(r.error)];
-      MeasureRecord rec;
-      rec.workload = workload;
-      rec.target = target;
-      rec.trace_json = trace_to_json(candidates[k].trace);
-      rec.samples_s = r.samples_s;
-      rec.median_s = r.median_s;
-      rec.error = r.error;
-      rec.error_message = r.message;
-      rec.build_s = r.build_s;
-      rec.run_s = r.run_s;
-      rec.settings_json = measurer.settings_json();
-      records.push_back(std::move(rec));
+      ++counts[to_string(results[k].error)];
+      records.push_back(make_record(workload, target, candidates[k].trace, results[k], measurer.settings_json()));
     }
     std::vector<int64_t> ids = log.append(records);
     if (!ids.empty()) {

@@ -2,7 +2,10 @@
 //   - matmul 1024^3 with a hand-written tessel schedule vs OpenBLAS sgemm;
 //   - softmax 8192^2 and layernorm 16384x1024 default schedules vs memory-copy bandwidth (memcpy,
 //     each thread copying its half; bytes read + written, the same accounting as the kernels).
-// Prints a markdown table. Usage: bench_cpu_baselines [--threads N] [--schedules DIR] [--min-time S]
+// Prints a markdown table. Usage:
+//   bench_cpu_baselines [--threads N] [--schedules DIR] [--min-time S] [--matmul-schedule FILE]
+// --matmul-schedule times that schedule (e.g. the best one `tessel tune` found) instead of the
+// hand-written DIR/matmul_1024.json.
 #include <cblas.h>
 
 #include <algorithm>
@@ -47,11 +50,13 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   std::string schedules = "experiments/schedules/cpu";
   double min_time = 1.0;
+  std::string matmul_schedule;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--threads") threads = std::stoi(argv[i + 1]);
     else if (a == "--schedules") schedules = argv[i + 1];
     else if (a == "--min-time") min_time = std::stod(argv[i + 1]);
+    else if (a == "--matmul-schedule") matmul_schedule = argv[i + 1];
   }
   set_num_threads(threads);
   openblas_set_num_threads(threads);
@@ -59,13 +64,14 @@ int main(int argc, char** argv) {
 
   // --- matmul 1024^3: tessel (hand-written schedule) vs OpenBLAS sgemm -------------------------
   ComputeDAG mm = build_op("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}});
-  CpuKernel tk = build_cpu_kernel(mm, load_trace_file(schedules + "/matmul_1024.json"));
+  if (matmul_schedule.empty()) matmul_schedule = schedules + "/matmul_1024.json";
+  CpuKernel tk = build_cpu_kernel(mm, load_trace_file(matmul_schedule));
   HostBuffers tb(tk.func.params);
   HostTensors inputs = make_random_inputs(mm, 1);
   tb.set_inputs(inputs);
   CheckOutcome ok = check_cpu_kernel(tk, inputs, evaluate_reference(mm, inputs), mm);
   if (!ok.correct) {
-    std::cerr << "error: matmul_1024.json gives wrong results: " << ok.message << "\n";
+    std::cerr << "error: " << matmul_schedule << " gives wrong results: " << ok.message << "\n";
     return 1;
   }
   std::vector<float> A = inputs.at("A"), B = inputs.at("B"), C(1024 * 1024);
@@ -86,7 +92,7 @@ int main(int argc, char** argv) {
   double flops = 2.0 * 1024 * 1024 * 1024;
   double blas = median(blas_ms), ours = median(tessel_ms);
   rows.push_back({"OpenBLAS sgemm 1024^3", blas, flops / blas / 1e6, "GFLOP/s"});
-  rows.push_back({"tessel matmul 1024^3 (matmul_1024.json)", ours, flops / ours / 1e6, "GFLOP/s"});
+  rows.push_back({"tessel matmul 1024^3 (" + matmul_schedule + ")", ours, flops / ours / 1e6, "GFLOP/s"});
 
   // --- memory-bound: copy bandwidth vs softmax and layernorm default schedules ------------------
   // This machine's memory bandwidth drifts with its neighbours' load, so the copies and the kernels

@@ -158,7 +158,18 @@ std::string trace_to_json(const Trace& trace, bool pretty) {
   j["version"] = kTraceVersion;
   j["steps"] = json::array();
   for (const Step& s : trace.steps) j["steps"].push_back(step_to_json(s));
+  if (!trace.sketch.empty()) j["sketch"] = trace.sketch;
+  if (!trace.decisions.empty()) {
+    j["decisions"] = json::array();
+    for (const TraceDecision& d : trace.decisions) j["decisions"].push_back(json::array({d.name, d.values}));
+  }
   return pretty ? j.dump(2) : j.dump();
+}
+
+std::string trace_steps_key(const Trace& trace) {
+  json steps = json::array();
+  for (const Step& s : trace.steps) steps.push_back(step_to_json(s));
+  return steps.dump();
 }
 
 Trace trace_from_json(const std::string& text, const std::string& source) {
@@ -180,6 +191,26 @@ Trace trace_from_json(const std::string& text, const std::string& source) {
   Trace trace;
   for (size_t i = 0; i < steps->size(); ++i)
     trace.steps.push_back(step_from_json((*steps)[i], source + ": step " + std::to_string(i)));
+  if (auto sketch = j.find("sketch"); sketch != j.end()) {
+    if (!sketch->is_string()) throw InputError(source + ": field 'sketch' must be a string");
+    trace.sketch = sketch->get<std::string>();
+  }
+  if (auto decisions = j.find("decisions"); decisions != j.end()) {
+    auto bad = [&](size_t i) {
+      return InputError(source + ": decision " + std::to_string(i) + " must be [\"name\", [integers...]]");
+    };
+    if (!decisions->is_array()) throw InputError(source + ": field 'decisions' must be an array");
+    for (size_t i = 0; i < decisions->size(); ++i) {
+      const json& d = (*decisions)[i];
+      if (!d.is_array() || d.size() != 2 || !d[0].is_string() || !d[1].is_array()) throw bad(i);
+      TraceDecision out{d[0].get<std::string>(), {}};
+      for (const json& v : d[1]) {
+        if (!v.is_number_integer()) throw bad(i);
+        out.values.push_back(v.get<int64_t>());
+      }
+      trace.decisions.push_back(std::move(out));
+    }
+  }
   return trace;
 }
 

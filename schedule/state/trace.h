@@ -10,9 +10,23 @@ namespace tessel {
 
 constexpr int kTraceVersion = 1;
 
+// A decision a schedule generator made (a tile's inner lengths, an unroll depth, a thread count),
+// kept with the trace so that a search can mutate it and rebuild the steps (see search/sketch.h).
+struct TraceDecision {
+  std::string name;             // unique within the trace, e.g. "C.local/i.tile"
+  std::vector<int64_t> values;
+};
+
+// `steps` are the schedule; replay uses nothing else. `sketch` and `decisions` record how a search
+// built the steps (empty for hand-written schedules): the JSON carries them as optional fields.
 struct Trace {
   std::vector<Step> steps;
+  std::string sketch;
+  std::vector<TraceDecision> decisions;
 };
+
+// The steps alone as compact JSON: two traces with equal keys are the same schedule.
+std::string trace_steps_key(const Trace& trace);
 
 // Replays `trace` on a fresh State of `dag`. Throws ScheduleError naming the first bad step.
 State replay(const ComputeDAG& dag, const Trace& trace);

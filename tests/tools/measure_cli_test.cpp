@@ -15,6 +15,7 @@
 
 using tessel_test::RunResult;
 using tessel_test::TempDir;
+using tessel_test::export_records;
 using tessel_test::tessel;
 
 namespace {
@@ -26,16 +27,6 @@ std::vector<std::string> measure_args(const std::string& db, std::vector<std::st
   return args;
 }
 
-std::vector<nlohmann::json> export_records(const std::string& db) {
-  RunResult r = tessel({"db", "export", "--db", db});
-  REQUIRE(r.exit_code == 0);
-  std::vector<nlohmann::json> records;
-  std::istringstream lines(r.out);
-  std::string line;
-  while (std::getline(lines, line))
-    if (!line.empty()) records.push_back(nlohmann::json::parse(line));
-  return records;
-}
 
 // Processes whose parent is this test process (adopted orphans included: we are a subreaper).
 std::vector<int> adopted_processes() {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,17 @@ RunResult run_program(const std::string& program, const std::vector<std::string>
 }
 
 RunResult tessel(const std::vector<std::string>& args) { return run_program(TESSEL_EXE, args); }
+
+std::vector<nlohmann::json> export_records(const std::string& db) {
+  RunResult r = tessel({"db", "export", "--db", db});
+  REQUIRE(r.exit_code == 0);
+  std::vector<nlohmann::json> records;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line))
+    if (!line.empty()) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
 
 std::string source_file(const std::string& relative) {
   return (std::filesystem::path(TESSEL_SOURCE_DIR) / relative).string();

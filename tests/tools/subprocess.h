@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ RunResult run_program(const std::string& program, const std::vector<std::string>
 
 // Runs the tessel binary under test.
 RunResult tessel(const std::vector<std::string>& args);
+
+// Every record of a tuning log (`tessel db export`), one JSON object each, in export order. Fails
+// the test when the export fails.
+std::vector<nlohmann::json> export_records(const std::string& db);
 
 // A fresh directory under the system temporary directory, removed with everything in it on exit.
 class TempDir {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 6, acceptance 2: search efficiency on this CPU. Each case is tuned three times from an empty
+# log, TRIALS trials each (default 500): random search (sketch samples only), evolution without the
+# cost model (children ranked at random), and the full method (evolution + XGBoost). Then the best
+# latency after each trial is plotted (ablation.png) and tabulated (README.md).
+#
+#   experiments/tune/ablation.sh [TRIALS] [CASE...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TRIALS=${1:-500}
+shift || true
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(bmm_qk_96x128x64x128 softmax_attn_96x128x128 bias_residual_layernorm_1024x768)
+BUILD=${BUILD:-build}
+T="$BUILD/tools/tessel"
+OUT=${OUT:-experiments/results/ablation_cpu_$(date -u +%Y-%m-%d)}
+WORK=${WORK:-$(mktemp -d)}
+mkdir -p "$OUT"
+declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kind random" [full]="")
+{
+  echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ); tessel $(git rev-parse --short HEAD)"
+  for c in "${cases[@]}"; do
+    for m in random evolution_no_model full; do
+      cmd="$T tune --suite experiments/suite.json --case $c --target llvm --trials $TRIALS --db $WORK/$c.$m.db --seed 1 ${flags[$m]}"
+      echo "$cmd"
+      $cmd > "$WORK/$c.$m.txt" 2>&1
+      "$T" db export --db "$WORK/$c.$m.db" > "$WORK/$c.$m.jsonl"
+    done
+  done
+} > "$OUT/commands.txt"
+python3 experiments/tune/plot_ablation.py "$WORK" "$OUT" "${cases[@]}"
+echo "logs and exports in $WORK"

@@ -1,0 +1,306 @@
+// CPU sketch rules. Each DAG structure gets the loop structure that suits it, with every length,
+// depth and location left to the Decider:
+//  - contraction (matmul, dense, batch_matmul, conv2d): multi-level tiling SSRSRS with consumer
+//    fusion. The output (or the contraction's cache_write local stage's consumer) is tiled twice per
+//    spatial axis (S S), its outer levels fused and run in parallel; the contraction is computed
+//    inside an output tile and tiled again (S R S R S: outer spatial, outer reduction, register
+//    rows, inner reduction, register tile innermost, vectorized). Elementwise epilogues are inlined
+//    into the output; padding is inlined or computed up front.
+//  - row reduction (softmax, layernorm, rmsnorm, reduce_sum ...): rows in parallel in groups, each
+//    reduction vectorized through rfactor into chains x lanes partial results (or left serial),
+//    the row's producers computed per row group, expensive shared stages inlined or computed once,
+//    large inputs optionally prefetched ahead.
+//  - elementwise: everything inlined into the output, its axes fused, split into parallel chunks,
+//    unrolled vectors.
+#include <algorithm>
+
+#include "search/sketch.h"
+
+namespace tessel {
+
+namespace {
+
+// auto_unroll_max_step values (Ansor also tries 512 on the CPU; here it mostly buys compile time).
+const std::vector<int64_t> kUnrollSteps = {0, 16, 64};
+constexpr int64_t kMaxUnrolledTile = 32;  // register tile rows unrolled around the vector loop
+
+bool is_expensive(const Expr& e) {
+  if (e->op == ExprOp::Call && e->math_fn() != MathFn::Abs && e->math_fn() != MathFn::Sqrt) return true;
+  for (const Expr& a : e->args)
+    if (is_expensive(a)) return true;
+  return false;
+}
+
+bool has_reduction(const ComputeDAG& dag) {
+  for (const Operation& op : dag.ops())
+    if (op.reduce != ReduceKind::None) return true;
+  return false;
+}
+
+// The steps of one sketch under construction: the trace builder plus the decider.
+class SketchSteps {
+ public:
+  SketchSteps(const ComputeDAG& dag, const CpuTargetSpec& target, Decider& d, TraceBuilder& b)
+      : dag_(dag), lanes_(std::max(1, target.vector_lanes)), d_(d), b_(b) {}
+
+  void contraction() {
+    const Operation* c = find_contraction(dag_);
+    const Operation& out = dag_.ops().back();
+    std::string compute = c->name;
+    if (c->name == out.name) {
+      apply(cache_write_step(out.name, MemScope::Local));
+      compute = cache_stage_name(out.name, MemScope::Local);
+    } else {
+      for (const Operation& op : dag_.ops()) {
+        if (op.is_placeholder || op.name == out.name || op.name == c->name || op.reduce != ReduceKind::None) continue;
+        // Padding: inlined (a bounds test in the inner loop) or computed once up front.
+        if (op.body->op == ExprOp::Select && d_.choose(op.name + ".inline", {0, 1}, DecisionKind::Structure) == 0)
+          elementwise(op.name);
+        else
+          apply(compute_inline_step(op.name));
+      }
+    }
+    // The output: S S per spatial axis, then the inner tile.
+    std::vector<std::string> axes = leaves(out.name);
+    std::vector<std::string> outer, middle, inner;
+    std::vector<int64_t> region;  // per axis: the output tile's length at each attach level
+    std::vector<int64_t> middle_region;
+    for (const std::string& ax : axes) {
+      int64_t n = extent(out.name, ax);
+      std::vector<int64_t> t = d_.tile(out.name + "/" + ax, n, 2, DecisionKind::Tile,
+                                       ax == axes.back() ? std::vector<int64_t>{lanes_, 2 * lanes_} : std::vector<int64_t>{});
+      if (n > 1 && apply(split_step(out.name, ax, t))) {
+        outer.push_back(ax + ".0");
+        middle.push_back(ax + ".1");
+        inner.push_back(ax + ".2");
+        region.push_back(std::min(n, t[0] * t[1]));
+        middle_region.push_back(std::min(n, t[1]));
+      } else {
+        outer.push_back(ax);
+        region.push_back(1);
+        middle_region.push_back(1);
+      }
+    }
+    std::vector<std::string> order = outer;
+    order.insert(order.end(), middle.begin(), middle.end());
+    order.insert(order.end(), inner.begin(), inner.end());
+    apply(reorder_step(out.name, order));
+    // Parallel granularity: the outer tiles, or the outer and middle ones, fused into one loop.
+    bool fine = d_.choose(out.name + ".parallel", {0, 1}, DecisionKind::Parallel) == 1;
+    std::vector<std::string> par = outer;
+    if (fine) par.insert(par.end(), middle.begin(), middle.end());
+    std::string par_loop = fuse(out.name, par);
+    apply(annotate_step(out.name, par_loop, Annotation::Parallel));
+    if (!inner.empty()) apply(annotate_step(out.name, inner.back(), Annotation::Vectorize));
+    // Compute location: per outer tile or per middle tile.
+    bool at_middle = !fine && !middle.empty() &&
+                     d_.choose(compute + ".at", {0, 1}, DecisionKind::ComputeLocation) == 1;
+    if (at_middle) {
+      apply(compute_at_step(compute, out.name, middle.back()));
+      region = middle_region;
+    } else {
+      apply(compute_at_step(compute, out.name, par_loop));
+      if (fine) region = middle_region;
+    }
+    tile_contraction(compute, region);
+  }
+
+  void row_reduction() {
+    const Operation& out = dag_.ops().back();
+    for (const Operation& op : dag_.ops()) {
+      if (op.is_placeholder || op.name == out.name || op.reduce != ReduceKind::None) continue;
+      // An expensive stage read twice (softmax's exp): recomputed per read, or computed once per row.
+      if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1 &&
+          d_.choose(op.name + ".inline", {0, 1}, DecisionKind::Structure) == 0)
+        continue;
+      apply(compute_inline_step(op.name));
+    }
+    const std::string row = out.axes[0].name;
+    std::string row_loop = row;
+    if (out.reduce != ReduceKind::None) {
+      vectorize_reduction(out.name);
+      row_loop = group_rows(out.name);
+    } else {
+      std::vector<std::string> loops = leaves(out.name);
+      if (loops.size() > 2) fuse(out.name, std::vector<std::string>(loops.begin(), loops.end() - 1));
+      row_loop = group_rows(out.name);
+      std::string col = leaves(out.name).back();
+      int64_t vec = d_.choose(out.name + ".vector", {lanes_ / 2, lanes_, 2 * lanes_}, DecisionKind::Vector);
+      int64_t unroll = d_.choose(out.name + ".unroll", {1, 2, 4}, DecisionKind::Unroll);
+      if (unroll > 1 && apply(split_step(out.name, col, {unroll, vec}))) {
+        apply(annotate_step(out.name, col + ".1", Annotation::Unroll));
+        apply(annotate_step(out.name, col + ".2", Annotation::Vectorize));
+      } else if (apply(split_step(out.name, col, {vec}))) {
+        apply(annotate_step(out.name, col + ".1", Annotation::Vectorize));
+      }
+    }
+    // Producers, consumers first, each computed per row group of the output (or at the root).
+    for (size_t i = dag_.ops().size(); i-- > 0;) {
+      const Operation& op = dag_.ops()[i];
+      if (op.is_placeholder || op.name == out.name || b_.state().stage(op.name).loc == ComputeLoc::Inline) continue;
+      if (op.reduce != ReduceKind::None) {
+        vectorize_reduction(op.name);
+      } else if (op.shape.size() >= 2) {
+        std::string col = leaves(op.name).back();
+        int64_t vec = d_.choose(op.name + ".vector", {lanes_ / 2, lanes_, 2 * lanes_}, DecisionKind::Vector);
+        if (apply(split_step(op.name, col, {vec}))) apply(annotate_step(op.name, col + ".1", Annotation::Vectorize));
+      }
+      if (!apply(compute_at_step(op.name, out.name, row_loop))) {
+        std::vector<std::string> consumers = b_.state().effective_consumers(op.name);
+        if (consumers.size() == 1) apply(compute_at_step(op.name, consumers[0], leaves(consumers[0])[0]));
+      }
+    }
+    for (const Operation& op : dag_.ops())
+      if (op.is_placeholder) prefetch(op, out.name);
+    apply(pragma_step(out.name, leaves(out.name)[0], "auto_unroll_max_step",
+                      d_.choose(out.name + ".auto_unroll", kUnrollSteps, DecisionKind::Unroll)));
+  }
+
+  // All axes fused, split into [parallel chunks, unrolled, vector].
+  void elementwise(const std::string& name) {
+    std::string flat = fuse(name, leaves(name));
+    int64_t n = extent(name, flat);
+    int64_t vec = d_.choose(name + ".vector", {lanes_ / 2, lanes_, 2 * lanes_, 4 * lanes_}, DecisionKind::Vector);
+    int64_t unroll = d_.choose(name + ".unroll", {1, 2, 4, 8}, DecisionKind::Unroll);
+    if (n < vec * unroll) unroll = 1;
+    if (unroll > 1 && apply(split_step(name, flat, {unroll, vec}))) {
+      apply(annotate_step(name, flat + ".0", Annotation::Parallel));
+      apply(annotate_step(name, flat + ".1", Annotation::Unroll));
+      apply(annotate_step(name, flat + ".2", Annotation::Vectorize));
+    } else if (apply(split_step(name, flat, {vec}))) {
+      apply(annotate_step(name, flat + ".0", Annotation::Parallel));
+      apply(annotate_step(name, flat + ".1", Annotation::Vectorize));
+    } else {
+      apply(annotate_step(name, flat, Annotation::Parallel));
+    }
+  }
+
+  void inline_all_but(const std::string& keep) {
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != keep && op.reduce == ReduceKind::None) apply(compute_inline_step(op.name));
+  }
+
+ private:
+  bool apply(const Step& step) { return b_.apply(step); }
+  std::vector<std::string> leaves(const std::string& stage) const { return b_.state().stage(stage).leaf_names(); }
+  int64_t extent(const std::string& stage, const std::string& loop) const {
+    const Stage& s = b_.state().stage(stage);
+    return s.vars[s.find_var(loop)].extent;
+  }
+
+  // Fuses consecutive loops; returns the fused loop (or the only one).
+  std::string fuse(const std::string& stage, const std::vector<std::string>& loops) {
+    if (loops.empty()) return leaves(stage)[0];
+    if (loops.size() == 1) return loops[0];
+    int pos = b_.state().stage(stage).leaf_position(loops[0]);
+    if (apply(fuse_step(stage, loops))) return leaves(stage)[static_cast<size_t>(pos)];
+    return loops[0];
+  }
+
+  // The contraction inside its output tile: S R S R S, register tile innermost.
+  void tile_contraction(const std::string& compute, const std::vector<int64_t>& region) {
+    const Stage& cs = b_.state().stage(compute);
+    std::vector<std::string> spatial, reduce;
+    std::vector<int64_t> extents;
+    for (int a = 0; a < cs.num_roots; ++a) {
+      (a < cs.num_spatial_roots ? spatial : reduce).push_back(cs.vars[a].name);
+      extents.push_back(a < cs.num_spatial_roots && a < static_cast<int>(region.size()) ? region[a] : cs.vars[a].extent);
+    }
+    std::vector<std::string> s0, s1, s2, r0, r1;
+    for (size_t a = 0; a < spatial.size(); ++a) {
+      const std::string& ax = spatial[a];
+      bool last = a + 1 == spatial.size();
+      std::vector<int64_t> t = d_.tile(compute + "/" + ax, extents[a], 2, DecisionKind::Tile,
+                                       last ? std::vector<int64_t>{lanes_, 2 * lanes_} : std::vector<int64_t>{});
+      if (extents[a] > 1 && apply(split_step(compute, ax, t))) {
+        s0.push_back(ax + ".0");
+        s1.push_back(ax + ".1");
+        s2.push_back(ax + ".2");
+      } else {
+        s2.push_back(ax);
+      }
+    }
+    for (size_t r = 0; r < reduce.size(); ++r) {
+      const std::string& ax = reduce[r];
+      int64_t n = extents[spatial.size() + r];
+      std::vector<int64_t> t = d_.tile(compute + "/" + ax, n, 1);
+      if (n > 1 && apply(split_step(compute, ax, t))) {
+        r0.push_back(ax + ".0");
+        r1.push_back(ax + ".1");
+      } else {
+        r0.push_back(ax);
+      }
+    }
+    std::vector<std::string> order;
+    for (auto* group : {&s0, &r0, &s1, &r1, &s2}) order.insert(order.end(), group->begin(), group->end());
+    apply(reorder_step(compute, order));
+    // The register tile's outer loops unrolled, when the unrolled body stays small.
+    int64_t unrolled = 1;
+    for (size_t k = 0; k + 1 < s2.size(); ++k) unrolled *= extent(compute, s2[k]);
+    if (d_.choose(compute + ".unroll_tile", {0, 1}, DecisionKind::Unroll) && unrolled <= kMaxUnrolledTile)
+      for (size_t k = 0; k + 1 < s2.size(); ++k) apply(annotate_step(compute, s2[k], Annotation::Unroll));
+    apply(annotate_step(compute, s2.back(), Annotation::Vectorize));
+    apply(pragma_step(compute, order.front(), "auto_unroll_max_step",
+                      d_.choose(compute + ".auto_unroll", kUnrollSteps, DecisionKind::Unroll)));
+  }
+
+  // Rows in parallel, `group` rows per task (the row loop split when group > 1); returns the loop
+  // the row's producers are computed at.
+  std::string group_rows(const std::string& name) {
+    std::string row = leaves(name)[0];
+    int64_t group = d_.choose(name + ".rows", {1, 2, 4, 8}, DecisionKind::Parallel);
+    if (group > 1 && extent(name, row) > group && apply(split_step(name, row, {group}))) {
+      apply(annotate_step(name, row + ".0", Annotation::Parallel));
+      return row + ".1";
+    }
+    apply(annotate_step(name, row, Annotation::Parallel));
+    return row;
+  }
+
+  // Each reduction vectorized through rfactor into chains x lanes partial results, or left serial.
+  void vectorize_reduction(const std::string& name) {
+    const Operation& op = b_.state().op(name);
+    if (op.reduce_axes.size() != 1) return;
+    int64_t chains = d_.choose(name + ".chains", {0, 1, 2, 4, 8}, DecisionKind::Vector);
+    if (chains == 0 || op.reduce_axes[0].extent < chains * lanes_) return;
+    rfactor_into_vectors(b_, name, chains, lanes_);
+  }
+
+  // A large input fetched ahead (0: not at all).
+  void prefetch(const Operation& input, const std::string& out) {
+    constexpr int64_t kMinBytes = int64_t(16) << 20;
+    int64_t bytes = 4;
+    for (int64_t e : input.shape) bytes *= e;
+    if (input.shape.size() < 2 || bytes < kMinBytes) return;
+    int64_t ahead = d_.choose(input.name + ".prefetch_kib", {0, 16, 64, 256}, DecisionKind::Structure) << 10;
+    prefetch_rows_ahead(b_, input, out, ahead, kMinBytes);
+  }
+
+  const ComputeDAG& dag_;
+  int64_t lanes_;
+  Decider& d_;
+  TraceBuilder& b_;
+};
+
+}  // namespace
+
+std::vector<Sketch> cpu_sketches(const ComputeDAG& dag, const CpuTargetSpec& target) {
+  // The lambdas own copies: a sketch outlives the call that made it.
+  auto with_steps = [dag, target](void (*body)(SketchSteps&)) {
+    return [dag, target, body](Decider& d, TraceBuilder& b) {
+      SketchSteps steps(dag, target, d, b);
+      body(steps);
+    };
+  };
+  if (find_contraction(dag))
+    return {Sketch{"cpu/multi_level_tiling", with_steps([](SketchSteps& s) { s.contraction(); })}};
+  if (has_reduction(dag)) return {Sketch{"cpu/row_reduction", with_steps([](SketchSteps& s) { s.row_reduction(); })}};
+  return {Sketch{"cpu/elementwise", [dag, target](Decider& d, TraceBuilder& b) {
+                   SketchSteps steps(dag, target, d, b);
+                   const std::string out = dag.ops().back().name;
+                   steps.inline_all_but(out);
+                   steps.elementwise(out);
+                 }}};
+}
+
+}  // namespace tessel

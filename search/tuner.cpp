@@ -1,0 +1,244 @@
+#include "search/tuner.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "costmodel/xgb_model.h"
+#include "schedule/te/error.h"
+#include "search/default_schedule.h"
+#include "search/gpu_schedule.h"
+#include "search/task_scheduler.h"
+
+namespace tessel {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct TaskRun {
+  std::unique_ptr<Measurer> measurer;
+  std::unique_ptr<SearchPolicy> policy;
+  Trace default_trace;
+  TaskStatus status;
+};
+
+std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
+  if (options.model == "random") return make_random_model(options.seed);
+  if (!options.model_path.empty()) return XGBoostModel::load(options.model_path);
+  XGBoostModelOptions xgb;
+  xgb.seed = options.seed;
+  return std::make_unique<XGBoostModel>(xgb);
+}
+
+bool ok(const MeasureRecord& r) { return r.error == ErrorCode::Ok && r.median_s > 0; }
+
+}  // namespace
+
+void check_tune_options(const TuneOptions& options) {
+  if (options.target != "llvm" && options.target != "cuda")
+    throw InputError("--target must be llvm or cuda, not '" + options.target + "'");
+  if (options.trials < 1) throw InputError("--trials must be at least 1");
+  if (options.batch < 0) throw InputError("--batch must be positive");
+  if (options.model != "xgboost" && options.model != "random")
+    throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
+  if (options.model == "random" && !options.model_path.empty())
+    throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
+  if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");
+  if (options.search.strategy != "evolution" && options.search.strategy != "random")
+    throw InputError("--strategy must be evolution or random, not '" + options.search.strategy + "'");
+  if (!options.model_path.empty() && !std::filesystem::is_regular_file(options.model_path))
+    throw InputError("cannot read cost model '" + options.model_path + "': no such file");
+}
+
+MeasureRecord make_record(const WorkloadInfo& workload, const TargetInfo& target, const Trace& trace,
+                          const MeasureResult& result, const std::string& settings_json) {
+  MeasureRecord rec;
+  rec.workload = workload;
+  rec.target = target;
+  rec.trace_json = trace_to_json(trace);
+  rec.samples_s = result.samples_s;
+  rec.median_s = result.median_s;
+  rec.error = result.error;
+  rec.error_message = result.message;
+  rec.build_s = result.build_s;
+  rec.run_s = result.run_s;
+  rec.settings_json = settings_json;
+  return rec;
+}
+
+std::string tune_options_json(const TuneOptions& o) {
+  nlohmann::json j;
+  j["target"] = o.target;
+  j["trials"] = o.trials;
+  j["batch"] = o.batch;
+  j["seed"] = o.seed;
+  j["time_budget_s"] = o.time_budget_s;
+  j["model"] = o.model;
+  j["model_path"] = o.model_path;
+  j["search"] = {{"strategy", o.search.strategy},         {"population", o.search.population},
+                 {"generations", o.search.generations},   {"crossover_ratio", o.search.crossover_ratio},
+                 {"random_ratio", o.search.random_ratio}, {"measured_seeds", o.search.measured_seeds}};
+  j["cpu"] = {{"vector_lanes", o.search_target.cpu.vector_lanes}, {"threads", o.search_target.cpu.num_threads}};
+  j["measure"] = {{"builders", o.measure.builders},
+                  {"build_timeout_s", o.measure.build_timeout_s},
+                  {"run_timeout_s", o.measure.run_timeout_s},
+                  {"min_time_s", o.measure.run.min_time_s},
+                  {"flush", o.measure.run.flush}};
+  return j.dump();
+}
+
+std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log, const TuneOptions& options,
+                             const std::function<TargetInfo(const Measurer&)>& target_of,
+                             const TuneCallbacks& callbacks) {
+  if (tasks.empty()) throw InputError("nothing to tune: no tasks");
+  check_tune_options(options);
+  const bool gpu = options.target == "cuda";
+  const int batch = options.batch > 0 ? options.batch : gpu ? 64 : 32;
+  const Clock::time_point start = Clock::now();
+  auto note = [&](const std::string& text) {
+    if (callbacks.on_note) callbacks.on_note(text);
+  };
+  std::unique_ptr<CostModel> model = make_model(options);
+
+  std::vector<TaskRun> runs(tasks.size());
+  // The first task's measurer names the target (for a GPU: which one, which driver).
+  runs[0].measurer = std::make_unique<Measurer>(tasks[0].dag, options.measure);
+  const TargetInfo target = target_of(*runs[0].measurer);
+  log.begin_session(SessionInfo{"tessel tune: " + tasks[0].name + (tasks.size() > 1 ? " and others" : ""),
+                                tune_options_json(options), std::string("tessel ") + TESSEL_VERSION, "", ""});
+
+  std::vector<double> weights;
+  std::vector<TrainingSample> history;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TuneTask& task = tasks[i];
+    TaskRun& run = runs[i];
+    weights.push_back(task.weight);
+    run.policy = std::make_unique<SearchPolicy>(task.dag, options.search_target, options.search,
+                                                options.seed * 1000003 + i);
+    run.default_trace = gpu ? default_gpu_schedule(task.dag, options.search_target.gpu_spec)
+                            : default_schedule(task.dag, options.search_target.cpu);
+    TaskStatus& s = run.status;
+    s.name = task.name;
+    s.workload_key = task.dag.workload_key();
+    s.budget = options.trials;
+    const std::string default_key = trace_steps_key(run.default_trace);
+    const std::string group = s.workload_key + "/" + target.kind;
+    // Resume: everything the log holds for this task counts and is learned from.
+    for (const MeasureRecord& r : log.records(s.workload_key, target)) {
+      ++s.trials;
+      if (!ok(r)) ++s.errors;
+      Trace trace;
+      try {
+        trace = trace_from_json(r.trace_json, "log record " + std::to_string(r.id));
+      } catch (const InputError& e) {
+        note(std::string("skipping a record the search cannot read: ") + e.what());
+        continue;
+      }
+      run.policy->tell(trace, ok(r) ? r.median_s : std::nan(""));
+      if (ok(r) && (s.best_s == 0 || r.median_s < s.best_s)) {
+        s.best_s = r.median_s;
+        s.best_trace_json = r.trace_json;
+      }
+      if (ok(r) && trace_steps_key(trace) == default_key && (s.default_s == 0 || r.median_s < s.default_s))
+        s.default_s = r.median_s;
+      if (std::optional<ProgramFeatures> f = run.policy->features(trace))
+        history.push_back(TrainingSample{std::move(*f), group, ok(r) ? r.median_s : std::nan("")});
+    }
+    s.trials_at_start = s.trials;
+    s.done = s.trials >= s.budget;
+  }
+  if (!history.empty()) {
+    note("learning from " + std::to_string(history.size()) + " records already in the log");
+    model->update(history);
+  }
+
+  TaskScheduler scheduler(weights);
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].status.done) scheduler.finish(i);
+
+  std::vector<TaskStatus> statuses(runs.size());
+  auto snapshot = [&]() {
+    for (size_t i = 0; i < runs.size(); ++i) statuses[i] = runs[i].status;
+    return statuses;
+  };
+  while (std::optional<size_t> next = scheduler.next()) {
+    if (options.time_budget_s > 0 && seconds_since(start) >= options.time_budget_s) {
+      note("time budget of " + std::to_string(static_cast<int>(options.time_budget_s)) + " s reached");
+      break;
+    }
+    const size_t t = *next;
+    TaskRun& run = runs[t];
+    TaskStatus& s = run.status;
+    const Clock::time_point round_start = Clock::now();
+    if (!run.measurer) run.measurer = std::make_unique<Measurer>(tasks[t].dag, options.measure);
+    const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
+    std::vector<Trace> traces;
+    std::vector<std::optional<ProgramFeatures>> features;
+    // The default schedule first: the baseline every speed-up is measured against.
+    if (!run.policy->measured(run.default_trace)) {
+      traces.push_back(run.default_trace);
+      features.push_back(run.policy->features(run.default_trace));
+    }
+    for (Proposal& p : run.policy->ask(static_cast<int>(wanted - static_cast<int64_t>(traces.size())), *model)) {
+      traces.push_back(std::move(p.trace));
+      features.push_back(std::move(p.features));
+    }
+    if (traces.empty()) {
+      note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
+      s.done = true;
+      scheduler.finish(t);
+      continue;
+    }
+    std::vector<Candidate> candidates;
+    for (const Trace& trace : traces) candidates.push_back(Candidate{trace, Fault::None});
+    run.measurer->on_build_progress([&](size_t built, size_t total) {
+      if (callbacks.on_build) callbacks.on_build(t, built, total);
+    });
+    std::vector<MeasureResult> results = run.measurer->measure(candidates);
+
+    std::vector<MeasureRecord> records;
+    const WorkloadInfo workload{s.workload_key, tasks[t].dag.to_text(), tasks[t].dag.flops()};
+    for (size_t k = 0; k < results.size(); ++k)
+      records.push_back(make_record(workload, target, traces[k], results[k], run.measurer->settings_json()));
+    log.append(records);  // committed before anything below counts the round
+
+    std::vector<TrainingSample> fresh;
+    const std::string group = s.workload_key + "/" + target.kind;
+    for (size_t k = 0; k < results.size(); ++k) {
+      const MeasureResult& r = results[k];
+      bool good = r.error == ErrorCode::Ok && r.median_s > 0;
+      double latency = good ? r.median_s : std::nan("");
+      run.policy->tell(traces[k], latency);
+      ++s.trials;
+      if (!good) ++s.errors;
+      if (good && (s.best_s == 0 || r.median_s < s.best_s)) {
+        s.best_s = r.median_s;
+        s.best_trace_json = records[k].trace_json;
+      }
+      if (good && k == 0 && trace_steps_key(traces[k]) == trace_steps_key(run.default_trace)) s.default_s = r.median_s;
+      if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
+    }
+    model->update(fresh);
+    s.seconds += seconds_since(round_start);
+    scheduler.record(t, s.trials, s.best_s > 0 ? s.best_s : std::numeric_limits<double>::infinity());
+    if (s.trials >= s.budget) {
+      s.done = true;
+      scheduler.finish(t);
+    }
+    if (callbacks.on_round) callbacks.on_round(snapshot(), t);
+  }
+  if (!options.save_model_path.empty()) {
+    if (auto* xgb = dynamic_cast<XGBoostModel*>(model.get())) {
+      xgb->save(options.save_model_path);
+      note("cost model saved to " + options.save_model_path);
+    }
+  }
+  return snapshot();
+}
+
+}  // namespace tessel

@@ -1,0 +1,80 @@
+// The tuning loop: tasks (workloads) on one target, searched round by round, every measured
+// candidate recorded in the tuning log, which is also the session's memory. `trials` is the budget
+// per (workload, target) counted over the whole log: a restarted session reads each task's records,
+// skips tasks already done, seeds its search and its model from them, never re-measures a schedule
+// the log holds for that target, and measures only the remainder.
+//
+//   per round: task = scheduler.next(); batch = search[task].ask(model); measure; append to the log
+//              (one transaction); search[task].tell(results); model.update(results)
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "database/tuning_log.h"
+#include "measure/measurer.h"
+#include "search/search_policy.h"
+
+namespace tessel {
+
+struct TuneTask {
+  std::string name;
+  ComputeDAG dag;
+  double weight = 1;  // occurrences in the model (1 for a suite case)
+};
+
+// Every option of a tuning session (saved with the session in the log).
+struct TuneOptions {
+  std::string target = "llvm";      // "llvm" or "cuda"
+  int64_t trials = 200;             // per task, counted over the whole log
+  int batch = 0;                    // candidates per round; 0: 32 (llvm) or 64 (cuda)
+  uint64_t seed = 0;
+  double time_budget_s = 0;         // stop after the round that passes it; 0: none
+  std::string model = "xgboost";    // "xgboost" or "random" (no model: ablations)
+  std::string model_path;           // a pre-trained XGBoost model to start from
+  std::string save_model_path;      // where to save the model at the end ("" : not saved)
+  SearchOptions search;
+  MeasureOptions measure;
+  SearchTarget search_target;
+};
+
+std::string tune_options_json(const TuneOptions& options);
+
+// Where a task stands, for the live display and the final table.
+struct TaskStatus {
+  std::string name;
+  std::string workload_key;
+  int64_t trials = 0;          // in the log, for this target
+  int64_t trials_at_start = 0;
+  int64_t budget = 0;
+  int64_t errors = 0;          // error records among `trials`
+  double default_s = 0;        // the default schedule's median (0: not measured)
+  double best_s = 0;           // best median (0: none ran)
+  double seconds = 0;          // wall time spent on the task this session
+  bool done = false;           // budget reached or space exhausted
+  std::string best_trace_json;
+};
+
+struct TuneCallbacks {
+  std::function<void(const std::vector<TaskStatus>&, size_t current)> on_round;  // after each round
+  std::function<void(size_t task, size_t built, size_t total)> on_build;          // within a round
+  std::function<void(const std::string&)> on_note;                               // one-off messages
+};
+
+// The tuning-log record of one measured candidate.
+MeasureRecord make_record(const WorkloadInfo& workload, const TargetInfo& target, const Trace& trace,
+                          const MeasureResult& result, const std::string& settings_json);
+
+// Throws InputError naming the first bad option (also done by tune(), before anything starts).
+void check_tune_options(const TuneOptions& options);
+
+// Runs the session. `target_of` names the target of records from a task's Measurer (the GPU's
+// name and driver, or this CPU). Throws Error for bad options or a log that cannot be used.
+std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log, const TuneOptions& options,
+                             const std::function<TargetInfo(const Measurer&)>& target_of,
+                             const TuneCallbacks& callbacks = {});
+
+}  // namespace tessel

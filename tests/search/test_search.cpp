@@ -1,0 +1,260 @@
+// The search's parts: sketches and their decisions, the schedules they make (checked against the
+// reference interpreter at odd shapes), mutation and crossover through the search policy, and the
+// task scheduler.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "codegen/llvm/llvm_backend.h"
+#include "measure/cpu_kernel.h"
+#include "schedule/interpreter/reference_interpreter.h"
+#include "schedule/lower/lower.h"
+#include "schedule/ops/op_library.h"
+#include "search/search_policy.h"
+#include "search/task_scheduler.h"
+
+using namespace tessel;
+
+namespace {
+
+struct OpCase {
+  const char* op;
+  OpParams params;
+};
+
+// Every op template at small odd shapes.
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> cases = {
+      {"matmul", {{"M", "61"}, {"N", "7"}, {"K", "13"}}},
+      {"dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "gelu"}}},
+      {"batch_matmul", {{"B", "3"}, {"M", "7"}, {"N", "13"}, {"K", "61"}}},
+      {"conv2d", {{"N", "1"}, {"C", "3"}, {"H", "7"}, {"W", "13"}, {"F", "5"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                  {"stride", "2"}, {"bias", "1"}, {"act", "relu"}}},
+      {"softmax", {{"rows", "7"}, {"cols", "61"}}},
+      {"layernorm", {{"rows", "13"}, {"cols", "127"}}},
+      {"rmsnorm", {{"rows", "13"}, {"cols", "61"}}},
+      {"reduce_sum", {{"rows", "61"}, {"cols", "127"}}},
+      {"bias_residual_layernorm", {{"rows", "7"}, {"cols", "61"}}},
+      {"elementwise", {{"shape", "7x13x3"}, {"inputs", "2"}, {"expr", "sigmoid(x)*y+1"}}},
+  };
+  return cases;
+}
+
+CpuTargetSpec host_spec() { return CpuTargetSpec{host_vector_lanes(), 2}; }
+
+// Deterministic scores in [0, 1) from the program's features: a stand-in model that ranks.
+class FeatureHashModel : public CostModel {
+ public:
+  std::vector<double> predict(const std::vector<ProgramFeatures>& programs) override {
+    std::vector<double> out;
+    for (const ProgramFeatures& p : programs) {
+      double h = 0;
+      for (float v : p.values) h = std::fmod(h * 31.0 + v, 1000.0);
+      out.push_back(h / 1000.0);
+    }
+    return out;
+  }
+  void update(const std::vector<TrainingSample>&) override {}
+  bool trained() const override { return true; }
+  std::string name() const override { return "feature-hash"; }
+};
+
+}  // namespace
+
+TEST_CASE("sketch decisions replay: the same decisions give the same steps under any seed", "[search][sketch]") {
+  for (const OpCase& c : op_cases()) {
+    ComputeDAG dag = build_op(c.op, c.params);
+    for (bool gpu : {false, true}) {
+      std::vector<Sketch> sketches = gpu ? gpu_sketches(dag, GpuTargetSpec{}) : cpu_sketches(dag, host_spec());
+      REQUIRE_FALSE(sketches.empty());
+      for (uint64_t seed = 0; seed < 20; ++seed) {
+        Decider sampler(seed);
+        SketchResult a = apply_sketch(sketches[0], dag, sampler);
+        CAPTURE(c.op, gpu, seed, trace_to_json(a.trace));
+        REQUIRE(a.trace.sketch == sketches[0].name);
+        REQUIRE(a.trace.decisions.size() == a.spaces.size());
+        Decider replayer(seed + 1000, a.trace.decisions);
+        SketchResult b = apply_sketch(sketches[0], dag, replayer);
+        CHECK(trace_steps_key(b.trace) == trace_steps_key(a.trace));
+        // The JSON form keeps the decisions.
+        Trace parsed = trace_from_json(trace_to_json(a.trace));
+        CHECK(parsed.sketch == a.trace.sketch);
+        REQUIRE(parsed.decisions.size() == a.trace.decisions.size());
+        for (size_t i = 0; i < parsed.decisions.size(); ++i) {
+          CHECK(parsed.decisions[i].name == a.trace.decisions[i].name);
+          CHECK(parsed.decisions[i].values == a.trace.decisions[i].values);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("sampled tiles include non-divisible lengths and stay within the loop", "[search][sketch]") {
+  std::mt19937_64 rng(7);
+  bool non_divisible = false;
+  for (int i = 0; i < 500; ++i) {
+    std::vector<int64_t> t = sample_tile(rng, 771, 3, {16});
+    int64_t remaining = 771;
+    for (size_t l = t.size(); l-- > 0;) {
+      REQUIRE(t[l] >= 1);
+      REQUIRE(t[l] <= remaining);
+      non_divisible = non_divisible || remaining % t[l] != 0;
+      remaining = (remaining + t[l] - 1) / t[l];
+    }
+  }
+  CHECK(non_divisible);
+}
+
+TEST_CASE("search proposals compute what the reference interpreter computes", "[search][property]") {
+  for (const OpCase& c : op_cases()) {
+    ComputeDAG dag = build_op(c.op, c.params);
+    HostTensors inputs = make_random_inputs(dag, 11);
+    ReferenceTensors reference = evaluate_reference(dag, inputs);
+    SearchOptions options;
+    options.population = 24;
+    options.generations = 2;
+    SearchTarget target;
+    target.cpu = host_spec();
+    SearchPolicy policy(dag, target, options, 3);
+    FeatureHashModel model;
+    int checked = 0;
+    // Round one: fresh samples; round two: mutants and crossovers of the measured ones.
+    for (int round = 0; round < 2; ++round) {
+      std::vector<Proposal> batch = round == 0 ? policy.ask(8, *make_random_model(5)) : policy.ask(8, model);
+      for (const Proposal& p : batch) {
+        CAPTURE(c.op, round, trace_to_json(p.trace));
+        CHECK_FALSE(policy.measured(p.trace));
+        CpuKernel kernel = build_cpu_kernel(dag, p.trace);
+        CheckOutcome outcome = check_cpu_kernel(kernel, inputs, reference, dag);
+        CHECK(outcome.correct);
+        // Pretend latency: anything positive, distinct per schedule.
+        policy.tell(p.trace, 1e-3 * (1 + checked));
+        ++checked;
+      }
+    }
+    CHECK(checked >= 8);
+  }
+}
+
+TEST_CASE("the search never proposes a schedule it was told about, nor one twice", "[search]") {
+  ComputeDAG dag = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  SearchOptions options;
+  options.population = 32;
+  options.generations = 2;
+  SearchTarget target;
+  target.cpu = host_spec();
+  SearchPolicy policy(dag, target, options, 9);
+  FeatureHashModel model;
+  std::set<std::string> told;
+  for (int round = 0; round < 4; ++round) {
+    std::vector<Proposal> batch = policy.ask(16, model);
+    REQUIRE_FALSE(batch.empty());
+    std::set<std::string> keys;
+    for (const Proposal& p : batch) {
+      std::string key = trace_steps_key(p.trace);
+      CHECK(keys.insert(key).second);
+      CHECK(told.count(key) == 0);
+      CHECK_FALSE(p.trace.decisions.empty());
+    }
+    for (const Proposal& p : batch) {
+      policy.tell(p.trace, round == 0 ? std::nan("") : 1e-3);
+      told.insert(trace_steps_key(p.trace));
+    }
+  }
+}
+
+TEST_CASE("evolution derives its proposals from the measured schedules' decisions", "[search]") {
+  ComputeDAG dag = build_op("softmax", {{"rows", "61"}, {"cols", "127"}});
+  SearchOptions options;
+  options.population = 16;
+  options.generations = 1;
+  options.random_ratio = 0;
+  options.crossover_ratio = 0;
+  SearchTarget target;
+  target.cpu = host_spec();
+  SearchPolicy policy(dag, target, options, 4);
+  std::unique_ptr<CostModel> random = make_random_model(2);
+  std::vector<Proposal> first = policy.ask(4, *random);
+  REQUIRE(first.size() == 4);
+  for (const Proposal& p : first) policy.tell(p.trace, 1e-3);
+  // With every fresh sample counted, most proposals of a one-generation search are single-decision
+  // mutants of the population, which starts from the measured schedules.
+  FeatureHashModel model;
+  std::vector<Proposal> second = policy.ask(8, model);
+  REQUIRE_FALSE(second.empty());
+  int one_decision_apart = 0;
+  for (const Proposal& p : second)
+    for (const Proposal& parent : first) {
+      if (p.trace.decisions.size() != parent.trace.decisions.size()) continue;
+      int changed = 0;
+      for (size_t i = 0; i < p.trace.decisions.size(); ++i)
+        changed += p.trace.decisions[i].values != parent.trace.decisions[i].values;
+      if (changed == 1) {
+        ++one_decision_apart;
+        break;
+      }
+    }
+  CHECK(one_decision_apart > 0);
+}
+
+TEST_CASE("random strategy samples sketches only and rejects unknown strategies", "[search]") {
+  ComputeDAG dag = build_op("layernorm", {{"rows", "13"}, {"cols", "127"}});
+  SearchOptions options;
+  options.strategy = "random";
+  SearchTarget target;
+  target.cpu = host_spec();
+  SearchPolicy policy(dag, target, options, 1);
+  FeatureHashModel model;
+  CHECK(policy.ask(5, model).size() == 5);
+  options.strategy = "annealing";
+  CHECK_THROWS_WITH(SearchPolicy(dag, target, options, 1), Catch::Contains("annealing"));
+}
+
+TEST_CASE("GPU sketches lower within the GPU's limits", "[search][gpu]") {
+  for (const OpCase& c : op_cases()) {
+    ComputeDAG dag = build_op(c.op, c.params);
+    SearchTarget target;
+    target.gpu = true;
+    SearchPolicy policy(dag, target, SearchOptions{}, 2);
+    std::unique_ptr<CostModel> random = make_random_model(3);
+    std::vector<Proposal> batch = policy.ask(6, *random);
+    CAPTURE(c.op);
+    CHECK(batch.size() >= 3);
+    for (const Proposal& p : batch) CHECK(policy.features(p.trace).has_value());
+  }
+}
+
+TEST_CASE("task scheduler: one round each first, then by weighted expected gain", "[search][scheduler]") {
+  TaskScheduler s({1.0, 1.0, 4.0});
+  CHECK(*s.next() == 0);
+  s.record(0, 10, 0.5);
+  CHECK(*s.next() == 1);
+  s.record(1, 10, 1.0);
+  CHECK(*s.next() == 2);
+  s.record(2, 10, 0.5);
+  // The heavier task gains most from the same history.
+  CHECK(s.gain(2) == Approx(4 * s.gain(0)));
+  CHECK(*s.next() == 2);
+  s.finish(2);
+  // Same best latency now, but task 1 just improved (backward gradient) and task 0 did not.
+  s.record(0, 20, 0.5);
+  s.record(1, 20, 0.5);
+  CHECK(s.gain(1) > s.gain(0));
+  CHECK(*s.next() == 1);
+  // A slower task has more to gain (forward gradient ~ best / trials).
+  s.record(0, 30, 0.5);
+  s.record(1, 30, 0.25);
+  s.record(1, 40, 0.25);
+  s.record(1, 50, 0.25);
+  s.record(1, 60, 0.25);
+  CHECK(*s.next() == 0);
+  // A task with nothing that ran yet goes first.
+  s.record(0, 30, std::numeric_limits<double>::infinity());
+  CHECK(*s.next() == 0);
+  s.finish(0);
+  s.finish(1);
+  CHECK_FALSE(s.next().has_value());
+  CHECK_THROWS(TaskScheduler({1.0, 0.0}));
+}

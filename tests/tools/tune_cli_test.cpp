@@ -1,0 +1,155 @@
+// `tessel tune`: the budget counts over the whole log, reruns resume, and a tuner killed mid-session
+// loses no record and duplicates none when restarted.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "subprocess.h"
+
+using tessel_test::RunResult;
+using tessel_test::TempDir;
+using tessel_test::export_records;
+using tessel_test::tessel;
+
+namespace {
+
+std::vector<std::string> tune_args(const std::string& db, const std::string& trials, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"tune",   "--op",     "matmul", "--param",  "M=32",          "--param",
+                                   "N=24",   "--param",  "K=16",   "--target", "llvm",          "--db",
+                                   db,       "--trials", trials,   "--min-time-ms", "2",         "--population",
+                                   "24",     "--generations", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+
+// Each record's schedule steps, which must be distinct within a (workload, target).
+std::vector<std::string> step_keys(const std::vector<nlohmann::json>& records) {
+  std::vector<std::string> keys;
+  for (const nlohmann::json& r : records) {
+    keys.push_back(nlohmann::json::parse(r["trace_json"].get<std::string>())["steps"].dump());
+  }
+  return keys;
+}
+
+pid_t spawn_tessel(const std::vector<std::string>& args, const std::string& log_file) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv = {const_cast<char*>(TESSEL_EXE)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(TESSEL_EXE, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("tune: the trial budget counts over the log; reruns measure only the remainder", "[cli][tune]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  RunResult first = tessel(tune_args(db, "12", {"--batch", "6"}));
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK_THAT(first.out, Catch::Contains("12 candidates measured this session"));
+  CHECK_THAT(first.out, Catch::Contains("speedup"));
+  std::vector<nlohmann::json> records = export_records(db);
+  REQUIRE(records.size() == 12);
+
+  RunResult again = tessel(tune_args(db, "12"));
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
+  CHECK(export_records(db).size() == 12);
+
+  RunResult more = tessel(tune_args(db, "20", {"--batch", "5"}));
+  INFO(more.err);
+  REQUIRE(more.exit_code == 0);
+  CHECK_THAT(more.out, Catch::Contains("8 candidates measured this session"));
+  records = export_records(db);
+  REQUIRE(records.size() == 20);
+  std::vector<std::string> keys = step_keys(records);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
+}
+
+TEST_CASE("tune: a tuner killed mid-session resumes with no record lost or duplicated", "[cli][tune]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  const std::vector<std::string> args = tune_args(db, "40", {"--batch", "4"});
+  pid_t pid = spawn_tessel(args, dir.file("first.txt"));
+  // Kill it once some rounds are committed, at whatever point of a round it has reached.
+  size_t before = 0;
+  for (int i = 0; i < 600 && before < 12; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still running
+    before = export_records(db).size();
+  }
+  REQUIRE(before >= 12);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::vector<nlohmann::json> survived = export_records(db);
+  REQUIRE(survived.size() >= before);
+  REQUIRE(survived.size() < 40);
+  CHECK(survived.size() % 4 == 0);  // whole rounds only (the first: the default and 3 proposals)
+
+  RunResult resumed = tessel(args);
+  INFO(resumed.out << resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.out, Catch::Contains(std::to_string(40 - survived.size()) + " candidates measured this session"));
+  CHECK_THAT(resumed.err, Catch::Contains("learning from " + std::to_string(survived.size()) + " records"));
+  std::vector<nlohmann::json> records = export_records(db);
+  REQUIRE(records.size() == 40);
+  // Every record from before the kill is still there, unchanged.
+  for (const nlohmann::json& old : survived) {
+    bool found = false;
+    for (const nlohmann::json& r : records) found = found || r == old;
+    CHECK(found);
+  }
+  std::vector<std::string> keys = step_keys(records);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
+}
+
+TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--trials", "4"}, "--db"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db}, "--trials"},
+           Case{{"tune", "--db", db, "--trials", "4"}, "nothing to tune"},
+           Case{{"tune", "--suite", tessel_test::source_file("experiments/suite.json"), "--db", db, "--trials", "4"},
+                "--case NAME"},
+           Case{{"tune", "--suite", tessel_test::source_file("experiments/suite.json"), "--case", "nope", "--db", db,
+                 "--trials", "4"},
+                "nope"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--strategy", "annealing"},
+                "annealing"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--model", dir.file("missing.json")},
+                "missing.json"},
+       }) {
+    RunResult r = tessel(c.args);
+    INFO(r.command << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(c.says));
+  }
+}

@@ -89,6 +89,15 @@ struct TuneArgs {
   bool verbose = false;
 };
 
+struct ModelArgs {
+  std::string db;
+  std::string target = "llvm";
+  std::string output;            // train: where to save the model
+  std::string exclude_workload;  // train: leave this workload out
+  std::string model;             // eval: the model file
+  std::string holdout_workload;  // eval: score only this workload (default: every workload)
+};
+
 struct ScheduleArgs {
   WorkloadArgs workload;
   int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
@@ -120,6 +129,9 @@ int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
 int cmd_measure(const MeasureArgs& args);  // tools/measure_command.cpp
 int cmd_tune(const TuneArgs& args);        // tools/tune_command.cpp
+// tessel model train / eval (tools/model_command.cpp).
+int cmd_model_train(const ModelArgs& args);
+int cmd_model_eval(const ModelArgs& args);
 
 // --target cuda (tools/cuda_commands.cpp).
 int cmd_check_cuda(const CheckArgs& args);

@@ -32,9 +32,9 @@ int main(int argc, char** argv) {
     return tessel::run_db_command(rest, std::cout, std::cerr);
   }
 
-  const std::vector<std::string> commands = {"ops", "show", "check", "run", "measure", "tune", "schedule", "demo", "db"};
+  const std::vector<std::string> commands = {"ops", "show", "check", "run", "measure", "tune", "schedule", "demo", "db", "model"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, measure, tune, schedule, demo, db)\n";
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: ops, show, check, run, measure, tune, schedule, demo, db, model)\n";
     return 2;
   }
 
@@ -139,6 +139,19 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--min-time-ms", tune.min_time_ms, "milliseconds of samples per candidate (default 100 CPU, 50 GPU)")
       ->check(CLI::PositiveNumber);
   tune_cmd->add_flag("-v,--verbose", tune.verbose, "a line per round instead of the live table");
+  tessel::ModelArgs model;
+  CLI::App* model_cmd = app.add_subcommand("model", "train the cost model on a tuning log, or evaluate its ranking");
+  model_cmd->require_subcommand(1);
+  CLI::App* train_cmd = model_cmd->add_subcommand("train", "train the XGBoost cost model on every record of a target");
+  train_cmd->add_option("--db", model.db, "tuning log (SQLite) to learn from (required)");
+  train_cmd->add_option("-o,--output", model.output, "where to save the model (JSON, required)");
+  train_cmd->add_option("--target", model.target, "llvm (default) or cuda");
+  train_cmd->add_option("--exclude-workload", model.exclude_workload, "leave this workload key out (to evaluate on it)");
+  CLI::App* eval_cmd = model_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
+  eval_cmd->add_option("--db", model.db, "tuning log (SQLite) with the records to rank (required)");
+  eval_cmd->add_option("--model", model.model, "a model saved by `tessel model train` (required)");
+  eval_cmd->add_option("--target", model.target, "llvm (default) or cuda");
+  eval_cmd->add_option("--holdout-workload", model.holdout_workload, "rank only this workload key's records");
 
   tessel::DemoArgs demo;
   CLI::App* demo_cmd = app.add_subcommand("demo", "a short tuning session of a few suite cases on this CPU");
@@ -177,6 +190,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("tune")) return tessel::cmd_tune(tune);
     if (app.got_subcommand("schedule")) return is_cuda(sched.target), tessel::cmd_schedule(sched);
     if (app.got_subcommand("demo")) return tessel::cmd_demo(demo);
+    if (model_cmd->got_subcommand("train")) return tessel::cmd_model_train(model);
+    if (model_cmd->got_subcommand("eval")) return tessel::cmd_model_eval(model);
   } catch (const tessel::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

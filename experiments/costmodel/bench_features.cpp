@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
       {"softmax", {{"rows", "128"}, {"cols", "1000"}}},
       {"conv2d", {{"N", "1"}, {"C", "64"}, {"H", "56"}, {"W", "56"}, {"F", "64"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
   };
-  std::cout << "workload                         target  rows/program  lower_ms  extract_ms\n";
+  std::cout << std::left << std::setw(50) << "workload" << "target  rows/program  lower_ms  extract_ms\n";
   for (const Case& c : cases) {
     ComputeDAG dag = build_op(c.op, c.params);
     for (bool gpu : {false, true}) {
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       }
       std::string name = std::string(c.op);
       for (const auto& [k, v] : c.params) name += " " + k + "=" + v;
-      std::cout << std::left << std::setw(33) << name << std::setw(8) << (gpu ? "cuda" : "llvm") << std::right
+      std::cout << std::left << std::setw(50) << name << std::setw(8) << (gpu ? "cuda" : "llvm") << std::right
                 << std::setw(12) << std::fixed << std::setprecision(1) << static_cast<double>(rows) / programs
                 << std::setw(10) << std::setprecision(3) << 1e3 * lower_s / programs << std::setw(12)
                 << 1e3 * extract_s / programs << "\n";

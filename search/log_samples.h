@@ -1,0 +1,32 @@
+// Training samples for the cost model from a tuning log: every measured record of one target kind,
+// its program rebuilt from the workload text the log stores and its features extracted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "costmodel/cost_model.h"
+#include "database/tuning_log.h"
+
+namespace tessel {
+
+struct LogSampleFilter {
+  std::string target_kind = "llvm";  // "llvm" or "cuda"
+  std::string only_workload;         // non-empty: only records of this workload key
+  std::string exclude_workload;      // non-empty: every workload but this one
+};
+
+struct LogSamples {
+  std::vector<TrainingSample> samples;
+  std::vector<std::string> workload_keys;  // per sample
+  std::vector<std::string> skipped;        // "workload K record N: why" for records that gave no sample
+};
+
+// Every record of every (workload, target) of the filter's kind, in the log's order. The group of a
+// sample is "<workload key>/<target kind>"; failed records become samples with latency 0 (throughput
+// 0). A record whose workload text no longer parses, whose trace no longer parses, applies or
+// lowers goes to `skipped` with the reason. Only pairs with at least one successful record are
+// visited (the log enumerates pairs through their best record).
+LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter);
+
+}  // namespace tessel

@@ -1,0 +1,59 @@
+// `tessel model train / eval` on a small tuning log made by `tessel measure`.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+
+using tessel_test::RunResult;
+using tessel_test::TempDir;
+using tessel_test::tessel;
+
+TEST_CASE("model train and eval learn from a measured log and report bad input", "[cli][model]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  RunResult m = tessel({"measure", "--op", "matmul", "--param", "M=16", "--param", "N=16", "--param", "K=16",
+                        "--random-schedules", "30", "--target", "llvm", "--db", db, "--min-time-ms", "5"});
+  INFO(m.out << m.err);
+  REQUIRE(m.exit_code == 0);
+  RunResult best = tessel({"db", "best", "--db", db, "--json"});
+  REQUIRE(best.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(best.out);
+  std::string key = j.at(0).at("workload").get<std::string>();
+
+  std::string model = dir.file("model.json");
+  RunResult train = tessel({"model", "train", "--db", db, "-o", model});
+  INFO(train.out << train.err);
+  REQUIRE(train.exit_code == 0);
+  CHECK_THAT(train.out, Catch::Contains("samples: 30") && Catch::Contains("groups: 1") &&
+                            Catch::Contains("training time:") && Catch::Contains("saved: " + model));
+
+  RunResult eval = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", key});
+  INFO(eval.out << eval.err);
+  REQUIRE(eval.exit_code == 0);
+  CHECK_THAT(eval.out, Catch::Contains(key) && Catch::Contains("overall") && Catch::Contains("pairwise") &&
+                           Catch::Contains("top-5% recall"));
+
+  SECTION("bad input exits 2 with an error line") {
+    RunResult unknown = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", "0123"});
+    CHECK(unknown.exit_code == 2);
+    CHECK_THAT(unknown.err, Catch::StartsWith("error: unknown workload key '0123'"));
+
+    RunResult excluded = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--exclude-workload", key});
+    CHECK(excluded.exit_code == 2);
+    CHECK_THAT(excluded.err, Catch::Contains("error:") && Catch::Contains("no usable llvm records"));
+
+    RunResult no_cuda = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--target", "cuda"});
+    CHECK(no_cuda.exit_code == 2);
+
+    RunResult missing_db = tessel({"model", "train", "--db", dir.file("nope.db"), "-o", dir.file("x.json")});
+    CHECK(missing_db.exit_code == 2);
+    CHECK_THAT(missing_db.err, Catch::Contains("does not exist"));
+
+    std::string bad = dir.write("bad.json", "{\"format\": \"other\"}");
+    RunResult bad_model = tessel({"model", "eval", "--db", db, "--model", bad});
+    CHECK(bad_model.exit_code == 2);
+    CHECK_THAT(bad_model.err, Catch::Contains(bad) && Catch::Contains("not a tessel cost model"));
+  }
+}

@@ -1,0 +1,121 @@
+// tessel model train / eval: the cost model pre-trained from a tuning log, and how well it ranks the
+// records of a workload it has (or has not) seen.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "costmodel/ranking_metrics.h"
+#include "costmodel/xgb_model.h"
+#include "schedule/te/error.h"
+#include "search/log_samples.h"
+#include "tools/commands.h"
+
+namespace tessel {
+namespace {
+
+TuningLog open_log(const std::string& db) {
+  if (db.empty()) throw InputError("--db PATH is required");
+  if (!std::filesystem::exists(db)) throw InputError("tuning log '" + db + "' does not exist");
+  return TuningLog::open(db, TuningLog::Mode::ReadOnly);
+}
+
+void check_target(const std::string& target) {
+  if (target != "llvm" && target != "cuda") throw InputError("unknown --target '" + target + "' (llvm or cuda)");
+}
+
+// The workload keys with records of `target` in the log.
+std::set<std::string> workloads_of(const TuningLog& log, const std::string& target) {
+  std::set<std::string> keys;
+  for (const MeasureRecord& r : log.best_per_workload_target())
+    if (r.target.kind == target) keys.insert(r.workload.key);
+  return keys;
+}
+
+void require_workload(const std::set<std::string>& keys, const std::string& key, const TuningLog& log,
+                      const std::string& target) {
+  if (key.empty() || keys.count(key)) return;
+  std::string known;
+  for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
+  throw InputError("unknown workload key '" + key + "': tuning log '" + log.path() + "' has no successful " +
+                   target + " record of it (workloads: " + (known.empty() ? "none" : known) + ")");
+}
+
+// The samples of the log at args.db for args.target: only those of `workload`, or all but those of
+// `workload` when `exclude` (every sample when `workload` is empty).
+LogSamples samples_of(const ModelArgs& args, const std::string& workload, bool exclude) {
+  check_target(args.target);
+  TuningLog log = open_log(args.db);
+  require_workload(workloads_of(log, args.target), workload, log, args.target);
+  LogSampleFilter filter;
+  filter.target_kind = args.target;
+  (exclude ? filter.exclude_workload : filter.only_workload) = workload;
+  LogSamples s = samples_from_log(log, filter);
+  for (const std::string& why : s.skipped) std::cerr << "warning: skipped " << why << "\n";
+  if (s.samples.empty())
+    throw InputError("tuning log '" + log.path() + "' has no usable " + args.target + " records to learn from" +
+                     (exclude && !workload.empty() ? " outside the excluded workload" : ""));
+  return s;
+}
+
+}  // namespace
+
+int cmd_model_train(const ModelArgs& args) {
+  if (args.output.empty()) throw InputError("-o PATH (where to save the model) is required");
+  LogSamples s = samples_of(args, args.exclude_workload, true);
+  std::set<std::string> groups;
+  for (const TrainingSample& t : s.samples) groups.insert(t.group);
+
+  auto t0 = std::chrono::steady_clock::now();
+  XGBoostModel model;
+  model.update(s.samples);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  model.save(args.output);
+
+  std::printf("samples: %zu (%zu skipped)\n", s.samples.size(), s.skipped.size());
+  std::printf("groups: %zu\n", groups.size());
+  std::printf("trees: %d\n", model.num_trees());
+  std::printf("training time: %.2f s\n", seconds);
+  std::printf("saved: %s\n", args.output.c_str());
+  return 0;
+}
+
+int cmd_model_eval(const ModelArgs& args) {
+  if (args.model.empty()) throw InputError("--model PATH is required");
+  std::unique_ptr<XGBoostModel> model = XGBoostModel::load(args.model);
+  LogSamples s = samples_of(args, args.holdout_workload, false);
+
+  std::vector<ProgramFeatures> programs;
+  std::vector<double> latencies;
+  for (const TrainingSample& t : s.samples) {
+    programs.push_back(t.features);
+    latencies.push_back(t.latency_s);
+  }
+  std::vector<double> scores = model->predict(programs);
+  std::vector<std::string> groups;
+  for (const TrainingSample& t : s.samples) groups.push_back(t.group);
+
+  auto print = [](const std::string& name, const RankingMetrics& m) {
+    std::printf("%-18s %9lld %8lld %10.3f %12.3f\n", name.c_str(), static_cast<long long>(m.programs),
+                static_cast<long long>(m.pairs), m.pairwise_accuracy, m.top_recall);
+  };
+  std::map<std::string, std::vector<size_t>> by_workload;
+  for (size_t i = 0; i < s.samples.size(); ++i) by_workload[s.workload_keys[i]].push_back(i);
+  std::printf("%-18s %9s %8s %10s %12s\n", "workload", "programs", "pairs", "pairwise", "top-5% recall");
+  for (const auto& [key, idx] : by_workload) {
+    std::vector<double> sc, lat;
+    std::vector<std::string> gr;
+    for (size_t i : idx) {
+      sc.push_back(scores[i]);
+      lat.push_back(latencies[i]);
+      gr.push_back(groups[i]);
+    }
+    print(key, evaluate_ranking(sc, lat, gr));
+  }
+  print("overall", evaluate_ranking(scores, latencies, groups));
+  return 0;
+}
+
+}  // namespace tessel

@@ -593,6 +593,7 @@ ProgramFeatures features_of_schedule(const ComputeDAG& dag, const Trace& trace, 
   State state = replay(dag, trace);
   LowerOptions options;
   options.target = target.gpu ? LowerTarget::Gpu : LowerTarget::Cpu;
+  options.gpu_limits = target.gpu_limits;
   LoweredFunc func = lower(state, "features", options);
   std::vector<std::string> stored;
   ProgramFeatures features = extract_rows(func, target, &stored);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "schedule/ir/stmt.h"
+#include "schedule/lower/verify.h"
 #include "schedule/state/trace.h"
 
 namespace tessel {
@@ -18,6 +19,7 @@ constexpr int kFeatureVersion = 1;
 struct FeatureTarget {
   bool gpu = false;
   int cache_line_bytes = 64;  // CPU cache line; GPU: 32-byte sectors are used instead
+  GpuLimits gpu_limits;       // features_of_schedule lowers within these (a GPU target's limits)
 };
 
 // rows x feature_width() values, row-major; one row per buffer store.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -42,7 +43,7 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
   if (options_.build_timeout_s <= 0 || options_.run_timeout_s <= 0)
     throw InputError("timeouts must be positive");
   if (options_.runner_path.empty()) options_.runner_path = default_runner_path();
-  options_.run.budget_s = options_.run_timeout_s * 0.5;
+  options_.run.budget_s = std::min(options_.run.budget_s, options_.run_timeout_s * 0.5);
 
   work_dir_ = make_work_dir();
   try {
@@ -82,6 +83,15 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
     std::filesystem::remove_all(work_dir_, ec);
     throw;
   }
+}
+
+void Measurer::set_run_timeout(double seconds) {
+  if (!(seconds > 0)) throw InputError("timeouts must be positive");
+  options_.run_timeout_s = seconds;
+  runner_->set_timeout(seconds);
+  nlohmann::json settings = nlohmann::json::parse(settings_json_);
+  settings["run_timeout_s"] = seconds;
+  settings_json_ = settings.dump();
 }
 
 Measurer::~Measurer() {

@@ -66,6 +66,10 @@ class Measurer {
   // Called in the calling thread as each build of a batch finishes: (builds done, builds in batch).
   void on_build_progress(std::function<void(size_t, size_t)> callback) { on_build_ = std::move(callback); }
 
+  // Changes the run timeout for the next candidates (a search cuts off candidates far slower than
+  // what it already has); recorded in settings_json().
+  void set_run_timeout(double seconds);
+
   // The GPU the runner found (cuda only).
   const CudaDeviceInfo& device() const { return device_; }
   // Every setting that affects the numbers, as JSON (stored with each record).

@@ -42,6 +42,8 @@ class RunnerClient {
   RunOutcome run(const std::string& artifact_path, const RunSettings& settings);
   // Times the worker was (re)started.
   int starts() const { return starts_; }
+  // The limit on a candidate's checked run from now on (seconds).
+  void set_timeout(double seconds) { options_.timeout_s = seconds; }
   void stop();
 
  private:

@@ -6,7 +6,6 @@
 #include <map>
 #include <thread>
 
-#include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -47,15 +46,12 @@ SearchPolicy::SearchPolicy(const ComputeDAG& dag, const SearchTarget& target, co
 }
 
 std::optional<ProgramFeatures> SearchPolicy::features(const Trace& trace) const {
+  FeatureTarget target;
+  target.gpu = target_.gpu;
+  target.gpu_limits.max_threads_per_block = target_.gpu_spec.max_threads_per_block;
+  target.gpu_limits.max_shared_bytes = target_.gpu_spec.max_shared_bytes;
   try {
-    LowerOptions lower_options;
-    if (target_.gpu) {
-      lower_options.target = LowerTarget::Gpu;
-      lower_options.gpu_limits.max_threads_per_block = target_.gpu_spec.max_threads_per_block;
-      lower_options.gpu_limits.max_shared_bytes = target_.gpu_spec.max_shared_bytes;
-    }
-    LoweredFunc f = lower(replay(dag_, trace), "candidate", lower_options);
-    return extract_features(f, FeatureTarget{target_.gpu});
+    return features_of_schedule(dag_, trace, target);
   } catch (const Error&) {
     return std::nullopt;  // does not apply, lower or fit the target: not a candidate
   }

@@ -32,16 +32,16 @@ int64_t sample_length(std::mt19937_64& rng, int64_t remaining, const std::vector
   for (int64_t p : preferred)
     if (p <= remaining) fitting.push_back(p);
   double r = std::uniform_real_distribution<double>(0, 1)(rng);
-  if (!fitting.empty() && r < 0.2) return fitting[uniform(rng, 0, static_cast<int64_t>(fitting.size()) - 1)];
+  if (!fitting.empty() && r < 0.4) return fitting[uniform(rng, 0, static_cast<int64_t>(fitting.size()) - 1)];
   // Ansor's limit on an inner tile length: longer ones only make unrolled code huge.
   const int64_t cap = std::min<int64_t>(remaining, 64);
-  if (r < 0.55) {
+  if (r < 0.65) {
     std::vector<int64_t> divisors;
     for (int64_t d = 1; d <= cap; ++d)
       if (remaining % d == 0) divisors.push_back(d);
     return divisors[uniform(rng, 0, static_cast<int64_t>(divisors.size()) - 1)];
   }
-  if (r < 0.8) {
+  if (r < 0.85) {
     std::vector<int64_t> powers;
     for (int64_t p = 1; p <= cap; p *= 2) powers.push_back(p);
     return powers[uniform(rng, 0, static_cast<int64_t>(powers.size()) - 1)];

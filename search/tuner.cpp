@@ -20,6 +20,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// A candidate this much slower than the default schedule will not win: its run is cut off (recorded
+// as run_timeout) instead of costing the session seconds per sample.
+constexpr double kSlowerThanDefault = 10;
+constexpr double kMinRunTimeout_s = 0.5;
+
 struct TaskRun {
   std::unique_ptr<Measurer> measurer;
   std::unique_ptr<SearchPolicy> policy;
@@ -176,6 +181,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     TaskStatus& s = run.status;
     const Clock::time_point round_start = Clock::now();
     if (!run.measurer) run.measurer = std::make_unique<Measurer>(tasks[t].dag, options.measure);
+    if (s.default_s > 0)
+      run.measurer->set_run_timeout(
+          std::clamp(kSlowerThanDefault * s.default_s, kMinRunTimeout_s, options.measure.run_timeout_s));
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
     std::vector<std::optional<ProgramFeatures>> features;

@@ -19,8 +19,9 @@ configure: setup $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD)
 
-# The main job on its embedded default: a few suite cases built with their default CPU schedules,
-# checked against the reference interpreter and timed.
+# The main job on its embedded default: a short tuning session (about two minutes) of a few suite
+# cases on this CPU, every trial checked against the reference and recorded, then the before / after
+# table.
 demo: build
 	$(BUILD)/tools/tessel demo --suite experiments/suite.json
 

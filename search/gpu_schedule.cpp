@@ -23,12 +23,27 @@ struct Knobs {
   int64_t reduce_tile = 8;                   // reduction step staged through shared memory
   bool stage_a = true, stage_b = true;       // stage each operand in shared memory
   int64_t unroll_max_step = 0;
+  bool stage_rows = false;                   // rows: each input row staged in shared memory once
 };
+
+// Reductions this short (depthwise convolution's 3x3 window) run serially inside one thread each.
+constexpr int64_t kShortReduction = 64;
 
 int64_t floor_pow2(int64_t n) {
   int64_t p = 1;
   while (p * 2 <= n) p *= 2;
   return p;
+}
+
+// The output is the DAG's only reduction, and a short one (a depthwise window): one thread each.
+bool gpu_short_reductions_only(const ComputeDAG& dag) {
+  for (const Operation& op : dag.ops())
+    if (op.reduce != ReduceKind::None && op.name != dag.ops().back().name) return false;
+  const Operation& out = dag.ops().back();
+  if (out.reduce == ReduceKind::None) return false;
+  int64_t n = 1;
+  for (const Axis& r : out.reduce_axes) n *= r.extent;
+  return n <= kShortReduction;
 }
 
 class GpuScheduler {
@@ -39,6 +54,8 @@ class GpuScheduler {
     const Operation& out = dag_.ops().back();
     if (const Operation* c = find_contraction(dag_)) {
       schedule_contraction(*c, out);
+    } else if (has_reduction() && short_reductions_only()) {
+      schedule_short_reduction(out);
     } else if (has_reduction()) {
       schedule_rows(out);
     } else {
@@ -78,8 +95,55 @@ class GpuScheduler {
     apply(annotate_step(name, f + ".1", Annotation::ThreadX));
   }
 
+  bool short_reductions_only() const { return gpu_short_reductions_only(dag_); }
+
+  // Every output element by one thread, its (short) reduction a serial loop inside: spatial axes
+  // fused into blocks x threads, producers (padding) inlined.
+  void schedule_short_reduction(const Operation& out) {
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
+    std::vector<std::string> loops = leaves(out.name);
+    std::vector<std::string> spatial(loops.begin(), loops.begin() + static_cast<long>(out.axes.size()));
+    std::string f = spatial[0];
+    if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) f = leaves(out.name)[0];
+    int64_t threads = std::min(k_.elem_threads, std::max<int64_t>(32, floor_pow2(extent(out.name, f))));
+    apply(split_step(out.name, f, {threads}));
+    apply(annotate_step(out.name, f + ".0", Annotation::BlockX));
+    apply(annotate_step(out.name, f + ".1", Annotation::ThreadX));
+    for (const Axis& r : out.reduce_axes) apply(annotate_step(out.name, r.name, Annotation::Unroll));
+  }
+
+  // Each input row read by several passes (softmax: max, sum, normalize) copied into shared memory
+  // once per row by all the block's threads; the passes then read shared memory. The cache_read
+  // comes first, while its readers still read the input directly (before inlining).
+  std::vector<std::string> cache_rows_in_shared() {
+    std::vector<std::string> staged;
+    for (const Operation& op : dag_.ops()) {
+      if (!op.is_placeholder || op.shape.size() < 2) continue;
+      std::vector<std::string> readers = state().consumers(op.name);
+      int passes = 0;
+      for (const std::string& r : readers) passes += dag_.op(r).reduce != ReduceKind::None ? 1 : 2;
+      if (passes < 2) continue;
+      if (apply(cache_read_step(op.name, MemScope::Shared, readers)))
+        staged.push_back(cache_stage_name(op.name, MemScope::Shared));
+    }
+    return staged;
+  }
+
+  void fetch_rows_cooperatively(const std::vector<std::string>& staged, const std::string& out,
+                                const std::string& row, int64_t threads) {
+    for (const std::string& shared : staged) {
+      if (!apply(compute_at_step(shared, out, row))) continue;
+      std::vector<std::string> loops = leaves(shared);
+      std::string f = loops[0];
+      if (loops.size() > 1 && apply(fuse_step(shared, loops))) f = leaves(shared)[0];
+      if (apply(split_step(shared, f, {threads}))) apply(annotate_step(shared, f + ".1", Annotation::ThreadX));
+    }
+  }
+
   // One block per row; the threads split the row.
   void schedule_rows(const Operation& out) {
+    std::vector<std::string> staged = k_.stage_rows ? cache_rows_in_shared() : std::vector<std::string>{};
     for (const Operation& op : dag_.ops())
       if (!op.is_placeholder && op.name != out.name && op.reduce == ReduceKind::None)
         apply(compute_inline_step(op.name));
@@ -110,6 +174,7 @@ class GpuScheduler {
       apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
     }
     if (out.reduce != ReduceKind::None) apply(compute_at_step(rfactor_stage_name(out.name), out.name, row));
+    fetch_rows_cooperatively(staged, out.name, row, threads);
   }
 
   std::string fuse_rows(const std::string& name, int rank) {
@@ -243,6 +308,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.stage_a = pick({0, 1, 1}) != 0;
   k.stage_b = pick({0, 1, 1}) != 0;
   k.unroll_max_step = pick({0, 0, 16, 64, 512});
+  k.stage_rows = pick({0, 1}) != 0;
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -263,7 +329,12 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
     k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
     k.elem_vector = d.choose("elementwise.vector", {1, 2, 4}, DecisionKind::Vector);
   }
-  if (rows) k.row_threads = d.choose("rows.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+  bool short_reduction = rows && gpu_short_reductions_only(dag);
+  if (short_reduction) k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+  if (rows && !short_reduction) {
+    k.row_threads = d.choose("rows.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+    k.stage_rows = d.choose("rows.stage_in_shared", {0, 1}, DecisionKind::ComputeLocation) != 0;
+  }
   if (contraction) {
     k.block_rows = d.choose("block.rows", {8, 16, 32, 64, 128}, DecisionKind::Tile);
     k.block_cols = d.choose("block.cols", {8, 16, 32, 64, 128}, DecisionKind::Tile);

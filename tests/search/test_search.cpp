@@ -257,3 +257,31 @@ TEST_CASE("task scheduler: one round each first, then by weighted expected gain"
   CHECK_FALSE(s.next().has_value());
   CHECK_THROWS(TaskScheduler({1.0, 0.0}));
 }
+
+TEST_CASE("GPU row sketch stages a row read by several passes in shared memory", "[search][gpu]") {
+  ComputeDAG dag = build_op("softmax", {{"rows", "7"}, {"cols", "61"}});
+  std::vector<Sketch> sketches = gpu_sketches(dag, GpuTargetSpec{});
+  Decider d(1, {{"rows.threads", {32}}, {"rows.stage_in_shared", {1}}});
+  SketchResult r = apply_sketch(sketches[0], dag, d);
+  INFO(trace_to_json(r.trace, true));
+  bool staged = false;
+  for (const Step& s : r.trace.steps) staged = staged || (s.kind == StepKind::CacheRead && s.scope == MemScope::Shared);
+  CHECK(staged);
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  CHECK_NOTHROW(lower(replay(dag, r.trace), "staged", options));
+}
+
+TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one thread", "[search][gpu]") {
+  ComputeDAG dag = build_op("conv2d", {{"N", "2"}, {"C", "3"}, {"H", "13"}, {"W", "7"}, {"F", "3"}, {"KH", "3"},
+                                       {"KW", "3"}, {"pad", "1"}, {"groups", "3"}});
+  std::vector<Sketch> sketches = gpu_sketches(dag, GpuTargetSpec{});
+  Decider d(1);
+  SketchResult r = apply_sketch(sketches[0], dag, d);
+  INFO(trace_to_json(r.trace, true));
+  bool rfactor = false;
+  for (const Step& s : r.trace.steps) rfactor = rfactor || s.kind == StepKind::RFactor;
+  CHECK_FALSE(rfactor);
+  REQUIRE(r.trace.decisions.size() == 1);
+  CHECK(r.trace.decisions[0].name == "elementwise.threads");
+}

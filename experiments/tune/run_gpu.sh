@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
 # Issue 6, acceptance 4, on the GPU host from the bundle: tune the named suite cases with TRIALS
-# trials each (one session, one log), re-time each best schedule without L2 flush (as torch's
-# CUDA-graph replay runs), then measure the torch baselines of the same cases in the same call.
-# Everything goes under $OUT.
+# trials each (one session, one log), re-time each best schedule and the default without L2 flush
+# (as torch's CUDA-graph replay runs), then measure the torch baselines of the same cases in the
+# same call. Writes eight files under $OUT (the device tool returns no more): gpu.txt, tune.txt,
+# tune_progress.txt, best_noflush.jsonl, default_noflush.jsonl, records.jsonl (the log, exported),
+# baselines.jsonl, torch.txt.
 #
-#   OUT=... TRIALS=200 TIME_BUDGET_S=300 TORCH_BUDGET_S=200 bash experiments/tune/run_gpu.sh CASE...
+#   OUT=... TRIALS=200 TIME_BUDGET_S=300 TORCH_BUDGET_S=200 [PRIOR=records.jsonl] \
+#     bash experiments/tune/run_gpu.sh CASE...
+# PRIOR: an earlier call's records.jsonl, imported first, so the session resumes from it.
 set -uo pipefail
 B=${B:-bundle}
 T=$B/bin/tessel
 OUT=${OUT:?set OUT}
 TRIALS=${TRIALS:-200}
+DB=${DB:-/tmp/tune_gpu_$$.db}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
+[ -n "${PRIOR:-}" ] && $T db import --db "$DB" "$PRIOR" >> "$OUT/tune_progress.txt" 2>&1
 args=()
 for c in "$@"; do args+=(--case "$c"); done
 start=$(date +%s)
-$T tune --suite $B/suite.json "${args[@]}" --target cuda --trials "$TRIALS" --db "$OUT/tune_gpu.db" --seed 1 \
-  --time-budget-s "${TIME_BUDGET_S:-300}" -v > "$OUT/tune.txt" 2> "$OUT/tune_progress.txt"
+$T tune --suite $B/suite.json "${args[@]}" --target cuda --trials "$TRIALS" --db "$DB" --seed 1 \
+  --time-budget-s "${TIME_BUDGET_S:-300}" -v > "$OUT/tune.txt" 2>> "$OUT/tune_progress.txt"
 echo "tune rc=$? wall $(( $(date +%s) - start )) s" >> "$OUT/tune.txt"
-: > "$OUT/best_noflush.jsonl"
 for c in "$@"; do
-  $T run --suite $B/suite.json --case "$c" --target cuda --best --db "$OUT/tune_gpu.db" --no-flush-l2 --json \
-    >> "$OUT/best_noflush.jsonl" 2>> "$OUT/best_noflush.err"
+  $T run --suite $B/suite.json --case "$c" --target cuda --best --db "$DB" --no-flush-l2 --json \
+    >> "$OUT/best_noflush.jsonl" 2>> "$OUT/tune_progress.txt"
   $T run --suite $B/suite.json --case "$c" --target cuda --schedule default --no-flush-l2 --json \
-    >> "$OUT/default_noflush.jsonl" 2>> "$OUT/best_noflush.err"
+    >> "$OUT/default_noflush.jsonl" 2>> "$OUT/tune_progress.txt"
 done
-$T db export --db "$OUT/tune_gpu.db" > "$OUT/records.jsonl"
+$T db export --db "$DB" > "$OUT/records.jsonl"
 CASES="$*" BUDGET_S=${TORCH_BUDGET_S:-200} OUT="$OUT" timeout 400 python3 experiments/tune/torch_subset.py \
   $B/torch_baselines.py > "$OUT/torch.txt" 2>&1
 echo "torch rc=$?" >> "$OUT/torch.txt"

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <sstream>
+#include <thread>
 
 #include "schedule/te/error.h"
 
@@ -209,14 +211,18 @@ bool advance(std::vector<int64_t>& vars, size_t first, const std::vector<Axis>& 
   return false;
 }
 
-void evaluate_op(const Operation& op, const Node& body, const std::vector<TensorView>& tensors,
-                 std::vector<double>& out) {
-  out.assign(static_cast<size_t>(op.num_elements()), 0.0);
+// Output elements [begin, end) of `op`.
+void evaluate_range(const Operation& op, const Node& body, const std::vector<TensorView>& tensors,
+                    std::vector<double>& out, size_t begin, size_t end) {
   std::vector<int64_t> vars(op.axes.size() + op.reduce_axes.size(), 0);
+  for (size_t d = op.axes.size(), rest = begin; d-- > 0;) {  // the odometer at `begin`
+    vars[d] = static_cast<int64_t>(rest % static_cast<size_t>(op.axes[d].extent));
+    rest /= static_cast<size_t>(op.axes[d].extent);
+  }
   Evaluator eval(tensors, vars.data());
   size_t reduce_first = op.axes.size();
   auto value = [&] { return body.is_float ? eval.real(body) : static_cast<double>(eval.integer(body)); };
-  for (size_t flat = 0; flat < out.size(); ++flat) {
+  for (size_t flat = begin; flat < end; ++flat) {
     if (op.reduce == ReduceKind::None) {
       out[flat] = value();
     } else {
@@ -235,6 +241,35 @@ void evaluate_op(const Operation& op, const Node& body, const std::vector<Tensor
     }
     advance(vars, 0, op.axes);
   }
+}
+
+// Every element is computed the same way whichever thread computes it, so the result does not
+// depend on the thread count. Large ops (a 1024^3 matmul) are split over every core.
+void evaluate_op(const Operation& op, const Node& body, const std::vector<TensorView>& tensors,
+                 std::vector<double>& out) {
+  out.assign(static_cast<size_t>(op.num_elements()), 0.0);
+  int64_t work = op.num_elements();
+  for (const Axis& r : op.reduce_axes) work *= r.extent;
+  size_t threads = work < (int64_t(1) << 22) ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, out.size());
+  if (threads <= 1) {
+    evaluate_range(op, body, tensors, out, 0, out.size());
+    return;
+  }
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> pool;
+  size_t chunk = (out.size() + threads - 1) / threads;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        evaluate_range(op, body, tensors, out, std::min(out.size(), t * chunk), std::min(out.size(), (t + 1) * chunk));
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 std::string format_index(const std::string& name, const std::vector<int64_t>& shape, int64_t flat) {

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Issue 6, acceptance 2: search efficiency on this CPU. Each case is tuned three times from an empty
 # log, TRIALS trials each (default 500): random search (sketch samples only), evolution without the
-# cost model (children ranked at random), and the full method (evolution + XGBoost). Then the best
+# cost model (children ranked at random), and the full method (evolution + XGBoost), the last two for
+# MODEL_TRIALS trials (default TRIALS: the target is reaching random search's best early). Then the best
 # latency after each trial is plotted (ablation.png) and tabulated (README.md).
 #
-#   experiments/tune/ablation.sh [TRIALS] [CASE...]
+#   [EXTRA="--min-time-ms 30"] [MODEL_TRIALS=300] [WORK=dir] experiments/tune/ablation.sh [TRIALS] [CASE...]
+# WORK keeps the logs: rerun with the same WORK to resume an interrupted ablation.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TRIALS=${1:-500}
@@ -21,7 +23,9 @@ declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kin
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ); tessel $(git rev-parse --short HEAD)"
   for c in "${cases[@]}"; do
     for m in random evolution_no_model full; do
-      cmd="$T tune --suite experiments/suite.json --case $c --target llvm --trials $TRIALS --db $WORK/$c.$m.db --seed 1 ${flags[$m]}"
+      n=$TRIALS
+      [ "$m" != random ] && n=${MODEL_TRIALS:-$TRIALS}
+      cmd="$T tune --suite experiments/suite.json --case $c --target llvm --trials $n --db $WORK/$c.$m.db --seed 1 ${flags[$m]} ${EXTRA:-}"
       echo "$cmd"
       $cmd > "$WORK/$c.$m.txt" 2>&1
       "$T" db export --db "$WORK/$c.$m.db" > "$WORK/$c.$m.jsonl"

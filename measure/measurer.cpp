@@ -86,7 +86,7 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
 }
 
 void Measurer::set_run_timeout(double seconds) {
-  if (!(seconds > 0)) throw InputError("timeouts must be positive");
+  if (!(seconds > 0)) throw InputError("run timeout must be positive, not " + std::to_string(seconds) + " s");
   options_.run_timeout_s = seconds;
   runner_->set_timeout(seconds);
   nlohmann::json settings = nlohmann::json::parse(settings_json_);

@@ -294,7 +294,8 @@ std::vector<Sketch> cpu_sketches(const ComputeDAG& dag, const CpuTargetSpec& tar
   };
   if (find_contraction(dag))
     return {Sketch{"cpu/multi_level_tiling", with_steps([](SketchSteps& s) { s.contraction(); })}};
-  if (has_reduction(dag)) return {Sketch{"cpu/row_reduction", with_steps([](SketchSteps& s) { s.row_reduction(); })}};
+  if (has_reduction(dag) && !dag.ops().back().axes.empty())
+    return {Sketch{"cpu/row_reduction", with_steps([](SketchSteps& s) { s.row_reduction(); })}};
   return {Sketch{"cpu/elementwise", [dag, target](Decider& d, TraceBuilder& b) {
                    SketchSteps steps(dag, target, d, b);
                    const std::string out = dag.ops().back().name;

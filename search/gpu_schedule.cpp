@@ -345,6 +345,12 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
     k.stage_b = d.choose("stage.b", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.unroll_max_step = d.choose("auto_unroll", {0, 16, 64, 512}, DecisionKind::Unroll);
   }
+  // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows
+  // until they fit (as sample_knobs does), so that few samples are wasted.
+  while (contraction && k.block_rows > 1 &&
+         (k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
+             1024)
+    k.block_rows /= 2;
   return k;
 }
 
@@ -384,11 +390,12 @@ Trace random_gpu_schedule(const ComputeDAG& dag, uint64_t seed, const GpuTargetS
 }
 
 std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& /*target: its limits are checked when candidates lower*/) {
-  const char* pattern = find_contraction(dag) ? "gpu/multi_level_tiling"
-                        : std::any_of(dag.ops().begin(), dag.ops().end(),
-                                      [](const Operation& op) { return op.reduce != ReduceKind::None; })
-                            ? "gpu/cross_thread_reduction"
-                            : "gpu/elementwise";
+  bool reduction = std::any_of(dag.ops().begin(), dag.ops().end(),
+                               [](const Operation& op) { return op.reduce != ReduceKind::None; });
+  const char* pattern = find_contraction(dag)                  ? "gpu/multi_level_tiling"
+                        : reduction && gpu_short_reductions_only(dag) ? "gpu/thread_per_output"
+                        : reduction                           ? "gpu/cross_thread_reduction"
+                                                              : "gpu/elementwise";
   return {Sketch{pattern, [dag](Decider& d, TraceBuilder& b) {
                    Trace t = GpuScheduler(dag, decide_knobs(d, dag)).run();
                    for (const Step& s : t.steps) b.apply(s);

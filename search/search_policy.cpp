@@ -1,9 +1,11 @@
 #include "search/search_policy.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "schedule/te/error.h"
@@ -53,13 +55,19 @@ std::optional<ProgramFeatures> SearchPolicy::features(const Trace& trace) const 
   try {
     return features_of_schedule(dag_, trace, target);
   } catch (const Error&) {
-    return std::nullopt;  // does not apply, lower or fit the target: not a candidate
+    // Does not apply, lower or fit the target (ScheduleError), or trips an internal check of
+    // lowering (CompileError): not a candidate, and not a reason to end a long session.
+    return std::nullopt;
   }
 }
 
 std::optional<SketchResult> SearchPolicy::apply(const Sketch& sketch, std::vector<TraceDecision> decisions) {
   Decider decider(rng_(), std::move(decisions));
-  return apply_sketch(sketch, dag_, decider);
+  try {
+    return apply_sketch(sketch, dag_, decider);
+  } catch (const ScheduleError&) {
+    return std::nullopt;  // a sketch that cannot build this DAG with these decisions
+  }
 }
 
 const Sketch* SearchPolicy::sketch_named(const std::string& name) const {
@@ -83,9 +91,11 @@ std::optional<SketchResult> SearchPolicy::mutate(const Individual& parent) {
   const DecisionSpace& space = spaces[i];
   std::vector<int64_t>& v = decisions[i].values;
   if (!space.options.empty()) {
-    if (space.options.size() < 2) return std::nullopt;
-    int64_t old = v[0];
-    while (v[0] == old) v[0] = space.options[static_cast<size_t>(uniform(0, static_cast<int64_t>(space.options.size()) - 1))];
+    std::vector<int64_t> others;
+    for (int64_t o : space.options)
+      if (o != v[0]) others.push_back(o);
+    if (others.empty()) return std::nullopt;
+    v[0] = others[static_cast<size_t>(uniform(0, static_cast<int64_t>(others.size()) - 1))];
   } else {
     size_t level = static_cast<size_t>(uniform(0, space.levels - 1));
     switch (uniform(0, 2)) {
@@ -140,13 +150,20 @@ std::vector<SearchPolicy::Individual> SearchPolicy::evaluate(std::vector<SketchR
   }
   std::vector<char> valid(todo.size(), 0);
   std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors;
+  std::mutex errors_mutex;
   auto worker = [&]() {
-    for (size_t i; (i = next++) < todo.size();) {
-      std::optional<ProgramFeatures> f = features(todo[i].schedule.trace);
-      if (f) {
-        todo[i].features = std::move(*f);
-        valid[i] = 1;
+    try {
+      for (size_t i; (i = next++) < todo.size();) {
+        std::optional<ProgramFeatures> f = features(todo[i].schedule.trace);
+        if (f) {
+          todo[i].features = std::move(*f);
+          valid[i] = 1;
+        }
       }
+    } catch (...) {  // not a schedule problem (out of memory, a bug): the caller's to handle
+      std::lock_guard<std::mutex> lock(errors_mutex);
+      errors.push_back(std::current_exception());
     }
   };
   size_t threads = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -154,6 +171,7 @@ std::vector<SearchPolicy::Individual> SearchPolicy::evaluate(std::vector<SketchR
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
+  if (!errors.empty()) std::rethrow_exception(errors.front());
   std::vector<Individual> out;
   for (size_t i = 0; i < todo.size(); ++i)
     if (valid[i]) out.push_back(std::move(todo[i]));

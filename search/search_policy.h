@@ -30,7 +30,7 @@ struct SearchOptions {
   double crossover_ratio = 0.3;        // share of children made by crossover
   double random_ratio = 0.05;          // share of each batch sampled fresh, unranked
   int measured_seeds = 32;             // best measured schedules seeding each population
-  int max_fresh_attempts = 20;         // per wanted fresh sample, before giving up on a sketch space
+  int max_fresh_attempts = 20;         // rounds of fresh samples for a batch before the space counts as exhausted
 };
 
 // What the search needs of the target.
@@ -58,7 +58,10 @@ class SearchPolicy {
   // A measured schedule: latency in seconds, or a non-finite / non-positive value for a failure.
   void tell(const Trace& trace, double latency_s);
 
-  // Whether a schedule with these steps was told already.
+  // A schedule measured outside the search (the default): never proposed.
+  void reserve(const Trace& trace) { measured_keys_.insert(trace_steps_key(trace)); }
+
+  // Whether a schedule with these steps was told (or reserved) already.
   bool measured(const Trace& trace) const { return measured_keys_.count(trace_steps_key(trace)) > 0; }
   // Features of a valid schedule for this target; nullopt when it does not lower.
   std::optional<ProgramFeatures> features(const Trace& trace) const;

@@ -23,8 +23,10 @@ double TaskScheduler::gain(size_t task) const {
   const TaskState& t = tasks_.at(task);
   if (t.history.empty()) return std::numeric_limits<double>::infinity();
   const Point& now = t.history.back();
-  // A task with nothing that ran yet: try it before tasks that are merely improving.
-  if (!std::isfinite(now.best_s) || now.trials <= 0) return std::numeric_limits<double>::max();
+  // Nothing ran yet after its first round: one more try before tasks that are merely improving;
+  // after that it comes last, so a task whose candidates all fail cannot take every round.
+  if (!std::isfinite(now.best_s) || now.trials <= 0)
+    return t.history.size() <= 2 ? std::numeric_limits<double>::max() : 0;
   const Point& then = t.history[t.history.size() > static_cast<size_t>(backward_rounds_)
                                     ? t.history.size() - 1 - static_cast<size_t>(backward_rounds_)
                                     : 0];

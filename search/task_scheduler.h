@@ -5,7 +5,8 @@
 //   gain_i = weight_i * (alpha * backward_i + (1 - alpha) * forward_i)
 // backward_i: the improvement per trial over its last few rounds (what it just achieved);
 // forward_i:  best_i / trials_i, the slope of best ~ c / trials (what it may still achieve).
-// Every task gets one round before any gets a second.
+// Every task gets one round before any gets a second; a task where nothing has run gets one more
+// round first, then goes last.
 #pragma once
 
 #include <cstdint>

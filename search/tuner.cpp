@@ -48,7 +48,14 @@ void check_tune_options(const TuneOptions& options) {
   if (options.target != "llvm" && options.target != "cuda")
     throw InputError("--target must be llvm or cuda, not '" + options.target + "'");
   if (options.trials < 1) throw InputError("--trials must be at least 1");
-  if (options.batch < 0) throw InputError("--batch must be positive");
+  if (options.batch < 0) throw InputError("--batch must not be negative");
+  if (options.search.population < 2) throw InputError("--population must be at least 2");
+  if (options.search.generations < 0) throw InputError("--generations must not be negative");
+  if (!(options.search.crossover_ratio >= 0 && options.search.crossover_ratio <= 1) ||
+      !(options.search.random_ratio >= 0 && options.search.random_ratio <= 1))
+    throw InputError("search ratios must lie in [0, 1]");
+  if (options.search_target.gpu != (options.target == "cuda"))
+    throw InputError("the search target does not match --target " + options.target);
   if (options.model != "xgboost" && options.model != "random")
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
   if (options.model == "random" && !options.model_path.empty())
@@ -88,11 +95,15 @@ std::string tune_options_json(const TuneOptions& o) {
   j["search"] = {{"strategy", o.search.strategy},         {"population", o.search.population},
                  {"generations", o.search.generations},   {"crossover_ratio", o.search.crossover_ratio},
                  {"random_ratio", o.search.random_ratio}, {"measured_seeds", o.search.measured_seeds}};
+  j["search"]["max_fresh_attempts"] = o.search.max_fresh_attempts;
   j["cpu"] = {{"vector_lanes", o.search_target.cpu.vector_lanes}, {"threads", o.search_target.cpu.num_threads}};
+  j["gpu"] = {{"max_threads_per_block", o.search_target.gpu_spec.max_threads_per_block},
+              {"max_shared_bytes", o.search_target.gpu_spec.max_shared_bytes}};
   j["measure"] = {{"builders", o.measure.builders},
                   {"build_timeout_s", o.measure.build_timeout_s},
                   {"run_timeout_s", o.measure.run_timeout_s},
                   {"min_time_s", o.measure.run.min_time_s},
+                  {"budget_s", o.measure.run.budget_s},
                   {"flush", o.measure.run.flush}};
   return j.dump();
 }
@@ -102,6 +113,11 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
                              const TuneCallbacks& callbacks) {
   if (tasks.empty()) throw InputError("nothing to tune: no tasks");
   check_tune_options(options);
+  for (size_t i = 0; i < tasks.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (tasks[i].dag.workload_key() == tasks[j].dag.workload_key())
+        throw InputError("'" + tasks[j].name + "' and '" + tasks[i].name + "' are the same workload (key " +
+                         tasks[i].dag.workload_key() + "); tune it once");
   const bool gpu = options.target == "cuda";
   const int batch = options.batch > 0 ? options.batch : gpu ? 64 : 32;
   const Clock::time_point start = Clock::now();
@@ -127,6 +143,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
                                                 options.seed * 1000003 + i);
     run.default_trace = gpu ? default_gpu_schedule(task.dag, options.search_target.gpu_spec)
                             : default_schedule(task.dag, options.search_target.cpu);
+    run.policy->reserve(run.default_trace);  // measured first, by the tuner; never proposed
     TaskStatus& s = run.status;
     s.name = task.name;
     s.workload_key = task.dag.workload_key();
@@ -149,8 +166,10 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         s.best_s = r.median_s;
         s.best_trace_json = r.trace_json;
       }
-      if (ok(r) && trace_steps_key(trace) == default_key && (s.default_s == 0 || r.median_s < s.default_s))
-        s.default_s = r.median_s;
+      if (trace_steps_key(trace) == default_key) {
+        s.default_measured = true;
+        if (ok(r) && (s.default_s == 0 || r.median_s < s.default_s)) s.default_s = r.median_s;
+      }
       if (std::optional<ProgramFeatures> f = run.policy->features(trace))
         history.push_back(TrainingSample{std::move(*f), group, ok(r) ? r.median_s : std::nan("")});
     }
@@ -182,13 +201,13 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     const Clock::time_point round_start = Clock::now();
     if (!run.measurer) run.measurer = std::make_unique<Measurer>(tasks[t].dag, options.measure);
     if (s.default_s > 0)
-      run.measurer->set_run_timeout(
-          std::clamp(kSlowerThanDefault * s.default_s, kMinRunTimeout_s, options.measure.run_timeout_s));
+      run.measurer->set_run_timeout(std::min(options.measure.run_timeout_s,
+                                             std::max(kMinRunTimeout_s, kSlowerThanDefault * s.default_s)));
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
     std::vector<std::optional<ProgramFeatures>> features;
     // The default schedule first: the baseline every speed-up is measured against.
-    if (!run.policy->measured(run.default_trace)) {
+    if (!s.default_measured) {
       traces.push_back(run.default_trace);
       features.push_back(run.policy->features(run.default_trace));
     }
@@ -228,7 +247,10 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         s.best_s = r.median_s;
         s.best_trace_json = records[k].trace_json;
       }
-      if (good && k == 0 && trace_steps_key(traces[k]) == trace_steps_key(run.default_trace)) s.default_s = r.median_s;
+      if (k == 0 && !s.default_measured) {
+        s.default_measured = true;
+        if (good) s.default_s = r.median_s;
+      }
       if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
     }
     model->update(fresh);

@@ -51,7 +51,8 @@ struct TaskStatus {
   int64_t trials_at_start = 0;
   int64_t budget = 0;
   int64_t errors = 0;          // error records among `trials`
-  double default_s = 0;        // the default schedule's median (0: not measured)
+  double default_s = 0;        // the default schedule's median (0: not measured or failed)
+  bool default_measured = false;
   double best_s = 0;           // best median (0: none ran)
   double seconds = 0;          // wall time spent on the task this session
   bool done = false;           // budget reached or space exhausted

@@ -37,15 +37,18 @@ int cmd_demo(const DemoArgs& args) {
   tune.db = args.db.empty() ? temporary : args.db;
   std::cout << "tessel demo: tuning " << tune.cases.size() << " suite cases on this CPU, " << tune.trials
             << " trials each (at most " << static_cast<int>(tune.time_budget_s) << " s)\n";
+  auto remove_temporary = [&] {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(temporary + suffix);
+  };
   int status = 0;
   try {
     status = cmd_tune(tune);
   } catch (...) {
-    if (!temporary.empty()) std::filesystem::remove(temporary);
+    if (!temporary.empty()) remove_temporary();
     throw;
   }
   if (!temporary.empty()) {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(temporary + suffix);
+    remove_temporary();
     std::cout << "(the demo's tuning log was temporary; pass --db PATH to keep it and `tessel run --best` from it)\n";
   }
   return status;

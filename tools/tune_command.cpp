@@ -3,6 +3,7 @@
 // (one line per round otherwise) and a final before/after table.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>

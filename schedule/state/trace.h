@@ -13,7 +13,7 @@ constexpr int kTraceVersion = 1;
 // A decision a schedule generator made (a tile's inner lengths, an unroll depth, a thread count),
 // kept with the trace so that a search can mutate it and rebuild the steps (see search/sketch.h).
 struct TraceDecision {
-  std::string name;             // unique within the trace, e.g. "C.local/i.tile"
+  std::string name;             // unique within the trace, e.g. "C.local/i" (a tile), "C.local.auto_unroll"
   std::vector<int64_t> values;
 };
 
@@ -31,7 +31,8 @@ std::string trace_steps_key(const Trace& trace);
 // Replays `trace` on a fresh State of `dag`. Throws ScheduleError naming the first bad step.
 State replay(const ComputeDAG& dag, const Trace& trace);
 
-// {"version": 1, "steps": [{"kind": "split", "stage": "C", "loop": "i", "factors": [8, 4]}, ...]}
+// {"version": 1, "steps": [{"kind": "split", "stage": "C", "loop": "i", "factors": [8, 4]}, ...],
+//  "sketch": "cpu/multi_level_tiling", "decisions": [["C/i", [8, 4]], ...]}   (the last two optional)
 std::string trace_to_json(const Trace& trace, bool pretty = false);
 // Parses JSON text; throws InputError naming the step index and field on malformed input, and on a
 // version newer than this build understands. `source` names the text in messages (e.g. a file path).

@@ -221,7 +221,14 @@ TEST_CASE("GPU sketches lower within the GPU's limits", "[search][gpu]") {
     std::vector<Proposal> batch = policy.ask(6, *random);
     CAPTURE(c.op);
     CHECK(batch.size() >= 3);
-    for (const Proposal& p : batch) CHECK(policy.features(p.trace).has_value());
+    for (const Proposal& p : batch) {
+      // Lowered on its own within the spec's limits (48 KiB of shared memory, 1024 threads).
+      LowerOptions options;
+      options.target = LowerTarget::Gpu;
+      options.gpu_limits.max_shared_bytes = GpuTargetSpec{}.max_shared_bytes;
+      options.gpu_limits.max_threads_per_block = GpuTargetSpec{}.max_threads_per_block;
+      CHECK_NOTHROW(lower(replay(dag, p.trace), "proposal", options));
+    }
   }
 }
 
@@ -249,10 +256,16 @@ TEST_CASE("task scheduler: one round each first, then by weighted expected gain"
   s.record(1, 50, 0.25);
   s.record(1, 60, 0.25);
   CHECK(*s.next() == 0);
-  // A task with nothing that ran yet goes first.
-  s.record(0, 30, std::numeric_limits<double>::infinity());
-  CHECK(*s.next() == 0);
   s.finish(0);
+  // A task whose candidates all failed gets a second round first, then goes last.
+  TaskScheduler f({1.0, 1.0});
+  f.record(0, 10, std::numeric_limits<double>::infinity());
+  f.record(1, 10, 1.0);
+  CHECK(*f.next() == 0);
+  f.record(0, 20, std::numeric_limits<double>::infinity());
+  CHECK(*f.next() == 0);
+  f.record(0, 30, std::numeric_limits<double>::infinity());
+  CHECK(*f.next() == 1);
   s.finish(1);
   CHECK_FALSE(s.next().has_value());
   CHECK_THROWS(TaskScheduler({1.0, 0.0}));

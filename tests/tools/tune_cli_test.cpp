@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -152,4 +153,5 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(c.says));
   }
+  CHECK_FALSE(std::filesystem::exists(db));  // rejected before the log was even opened
 }

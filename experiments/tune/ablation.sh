@@ -32,5 +32,5 @@ declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kin
     done
   done
 } > "$OUT/commands.txt"
-python3 experiments/tune/plot_ablation.py "$WORK" "$OUT" "${cases[@]}"
+${PYTHON:-/usr/bin/python3} experiments/tune/plot_ablation.py "$WORK" "$OUT" "${cases[@]}"
 echo "logs and exports in $WORK"

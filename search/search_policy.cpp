@@ -141,40 +141,44 @@ std::optional<SketchResult> SearchPolicy::crossover(const Individual& a, const I
   return apply(*sketch, std::move(decisions));
 }
 
-std::vector<SearchPolicy::Individual> SearchPolicy::evaluate(std::vector<SketchResult> schedules,
-                                                             std::unordered_set<std::string>& seen) {
-  std::vector<Individual> todo;
-  for (SketchResult& s : schedules) {
-    std::string key = trace_steps_key(s.trace);
-    if (seen.insert(key).second) todo.push_back(Individual{std::move(s), std::move(key), {}, 0});
-  }
-  std::vector<char> valid(todo.size(), 0);
+std::vector<std::optional<ProgramFeatures>> SearchPolicy::features(const std::vector<const Trace*>& traces) const {
+  std::vector<std::optional<ProgramFeatures>> out(traces.size());
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors;
   std::mutex errors_mutex;
   auto worker = [&]() {
     try {
-      for (size_t i; (i = next++) < todo.size();) {
-        std::optional<ProgramFeatures> f = features(todo[i].schedule.trace);
-        if (f) {
-          todo[i].features = std::move(*f);
-          valid[i] = 1;
-        }
-      }
+      for (size_t i; (i = next++) < traces.size();) out[i] = features(*traces[i]);
     } catch (...) {  // not a schedule problem (out of memory, a bug): the caller's to handle
       std::lock_guard<std::mutex> lock(errors_mutex);
       errors.push_back(std::current_exception());
     }
   };
-  size_t threads = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  size_t threads = std::min<size_t>(traces.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
   if (!errors.empty()) std::rethrow_exception(errors.front());
+  return out;
+}
+
+std::vector<SearchPolicy::Individual> SearchPolicy::evaluate(std::vector<SketchResult> schedules,
+                                                             std::unordered_set<std::string>& seen) {
+  std::vector<Individual> todo;
+  std::vector<const Trace*> traces;
+  for (SketchResult& s : schedules) {
+    std::string key = trace_steps_key(s.trace);
+    if (seen.insert(key).second) todo.push_back(Individual{std::move(s), std::move(key), {}, 0});
+  }
+  for (const Individual& ind : todo) traces.push_back(&ind.schedule.trace);
+  std::vector<std::optional<ProgramFeatures>> found = features(traces);
   std::vector<Individual> out;
-  for (size_t i = 0; i < todo.size(); ++i)
-    if (valid[i]) out.push_back(std::move(todo[i]));
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (!found[i]) continue;
+    todo[i].features = std::move(*found[i]);
+    out.push_back(std::move(todo[i]));
+  }
   return out;
 }
 

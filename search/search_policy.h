@@ -65,6 +65,8 @@ class SearchPolicy {
   bool measured(const Trace& trace) const { return measured_keys_.count(trace_steps_key(trace)) > 0; }
   // Features of a valid schedule for this target; nullopt when it does not lower.
   std::optional<ProgramFeatures> features(const Trace& trace) const;
+  // The same for many schedules, lowered on every core (lowering is what a search round costs).
+  std::vector<std::optional<ProgramFeatures>> features(const std::vector<const Trace*>& traces) const;
 
   const std::vector<Sketch>& sketches() const { return sketches_; }
 

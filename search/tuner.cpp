@@ -151,6 +151,8 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     const std::string default_key = trace_steps_key(run.default_trace);
     const std::string group = s.workload_key + "/" + target.kind;
     // Resume: everything the log holds for this task counts and is learned from.
+    std::vector<Trace> readable;
+    std::vector<double> latencies;
     for (const MeasureRecord& r : log.records(s.workload_key, target)) {
       ++s.trials;
       if (!ok(r)) ++s.errors;
@@ -170,9 +172,14 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         s.default_measured = true;
         if (ok(r) && (s.default_s == 0 || r.median_s < s.default_s)) s.default_s = r.median_s;
       }
-      if (std::optional<ProgramFeatures> f = run.policy->features(trace))
-        history.push_back(TrainingSample{std::move(*f), group, ok(r) ? r.median_s : std::nan("")});
+      readable.push_back(std::move(trace));
+      latencies.push_back(ok(r) ? r.median_s : std::nan(""));
     }
+    std::vector<const Trace*> traces;
+    for (const Trace& t : readable) traces.push_back(&t);
+    std::vector<std::optional<ProgramFeatures>> features = run.policy->features(traces);  // every core
+    for (size_t k = 0; k < features.size(); ++k)
+      if (features[k]) history.push_back(TrainingSample{std::move(*features[k]), group, latencies[k]});
     s.trials_at_start = s.trials;
     s.done = s.trials >= s.budget;
   }

@@ -64,7 +64,10 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
 
     nlohmann::json settings = nlohmann::json::parse(run_settings_to_json(options_.run));
     settings["target"] = options_.target;
-    settings["timer"] = options_.target == "cuda" ? "cuda events" : "steady_clock";
+    // Without an L2 flush, a CUDA sample is one graph replay of a batch of runs (see CudaRuntime::time).
+    settings["timer"] = options_.target != "cuda" ? "steady_clock"
+                        : options_.run.flush                 ? "cuda events"
+                                                             : "cuda events, batch replayed as a cuda graph";
     settings["input_seed"] = options_.input_seed;
     settings["run_timeout_s"] = options_.run_timeout_s;
     settings["build_timeout_s"] = options_.build_timeout_s;

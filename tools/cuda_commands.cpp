@@ -120,7 +120,9 @@ int cmd_run_cuda(const RunArgs& args) {
   rt.synchronize();
   double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
   int64_t record_id = 0;
-  nlohmann::json settings = {{"min_total_ms", min_ms}, {"flush_l2", args.flush_l2}, {"timer", "cuda events"}};
+  nlohmann::json settings = {{"min_total_ms", min_ms},
+                             {"flush_l2", args.flush_l2},
+                             {"timer", t.graph_replay ? "cuda events, batch replayed as a cuda graph" : "cuda events"}};
   if (log) {
     Measurement m{t.samples_ms, t.median_ms, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
     record_id = record_measurement(*log, w, target, trace, m);
@@ -140,6 +142,7 @@ int cmd_run_cuda(const RunArgs& args) {
     j["gflops"] = gflops;
     j["gbps"] = gbps;
     j["flush_l2"] = args.flush_l2;
+    j["graph_replay"] = t.graph_replay;
     j["correct"] = outcome ? nlohmann::json(outcome->correct) : nlohmann::json(nullptr);
     if (outcome && !outcome->correct) j["error"] = outcome->message;
     if (record_id) j["record_id"] = record_id;

@@ -75,6 +75,7 @@ class CudaModule {
 struct CudaTiming {
   std::vector<double> samples_ms;
   double median_ms = 0;
+  bool graph_replay = false;  // each sample one replay of a CUDA graph of `batch` runs
 };
 
 class CudaRuntime {

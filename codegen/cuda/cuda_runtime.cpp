@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <type_traits>
 #include <mutex>
 
@@ -37,6 +39,8 @@ using CUmodule = struct CUmodOpaque*;
 using CUfunction = struct CUfuncOpaque*;
 using CUstream = struct CUstreamOpaque*;
 using CUevent = struct CUeventOpaque*;
+using CUgraph = struct CUgraphOpaque*;
+using CUgraphExec = struct CUgraphExecOpaque*;
 
 // CUdevice_attribute / CUfunction_attribute values from cuda.h.
 enum : int {
@@ -44,6 +48,7 @@ enum : int {
   kAttrSmCount = 16, kAttrL2Size = 38, kAttrCcMajor = 75, kAttrCcMinor = 76, kAttrMaxSharedPerBlockOptin = 97,
 };
 constexpr int kFuncAttrMaxDynamicShared = 8;
+constexpr int kCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr unsigned kNanBits = 0x7fc00000u;
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
 constexpr size_t kMaxTimingSamples = 10000;
@@ -75,6 +80,15 @@ struct Driver {
   CUresult (*event_synchronize)(CUevent);
   CUresult (*event_elapsed)(float*, CUevent, CUevent);
   CUresult (*error_name)(CUresult, const char**);
+  // CUDA graphs (optional: without them a batch is timed as plain back-to-back launches).
+  CUresult (*stream_begin_capture)(CUstream, int);
+  CUresult (*stream_end_capture)(CUstream, CUgraph*);
+  CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*graph_launch)(CUgraphExec, CUstream);
+  CUresult (*graph_exec_destroy)(CUgraphExec);
+  CUresult (*graph_destroy)(CUgraph);
+  bool has_graphs() const { return stream_begin_capture && stream_end_capture && graph_instantiate && graph_launch &&
+                                   graph_exec_destroy && graph_destroy; }
 };
 
 // Returns false when libcuda.so.1 is missing or lacks a symbol.
@@ -111,6 +125,15 @@ bool load_driver(Driver& d) {
   bind(d.event_synchronize, "cuEventSynchronize");
   bind(d.event_elapsed, "cuEventElapsedTime");
   bind(d.error_name, "cuGetErrorName");
+  auto bind_optional = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+  };
+  bind_optional(d.stream_begin_capture, "cuStreamBeginCapture_v2");
+  bind_optional(d.stream_end_capture, "cuStreamEndCapture");
+  bind_optional(d.graph_instantiate, "cuGraphInstantiateWithFlags");
+  bind_optional(d.graph_launch, "cuGraphLaunch");
+  bind_optional(d.graph_exec_destroy, "cuGraphExecDestroy");
+  bind_optional(d.graph_destroy, "cuGraphDestroy");
   return ok;
 }
 
@@ -211,10 +234,12 @@ class DriverRuntime final : public CudaRuntime {
     }
     for (int i = 0; i < 3; ++i) fn();
     synchronize();
-    // Without a flush, a sample times `batch` back-to-back runs and reports their mean, so a
-    // kernel of a few microseconds is not measured as the host's launch latency (the way CUDA-graph
-    // replay hides it). With a flush every run starts cold, one run per sample.
+    // Without a flush, a sample times `batch` back-to-back runs and reports their mean, the batch
+    // replayed as one CUDA graph where the driver has them: the way the torch baselines are timed
+    // (triton's do_bench_cudagraph), so a kernel of a few microseconds is measured as itself, not
+    // as the host's launch latency. With a flush every run starts cold, one run per sample.
     int batch = 1;
+    std::unique_ptr<CUgraphExecOpaque, std::function<void(CUgraphExec)>> graph;
     if (!flush_l2) {
       check(d_.event_record(start_, stream_), "cuEventRecord");
       fn();
@@ -223,14 +248,20 @@ class DriverRuntime final : public CudaRuntime {
       float once = 0;
       check(d_.event_elapsed(&once, start_, stop_), "cuEventElapsedTime");
       batch = static_cast<int>(std::clamp(kBatchTargetMs / std::max(once, 1e-4f), 1.0f, 100.0f));
+      graph = {capture(fn, batch), [this](CUgraphExec g) { d_.graph_exec_destroy(g); }};
     }
     CudaTiming timing;
+    timing.graph_replay = graph != nullptr;
     double total = 0;
     while (timing.samples_ms.size() < 5 || (total < min_total_ms && timing.samples_ms.size() < kMaxTimingSamples)) {
       if (flush_l2)
         check(d_.memset_d32(flush_buffer_, 0, static_cast<size_t>(flush_floats_), stream_), "cuMemsetD32Async");
       check(d_.event_record(start_, stream_), "cuEventRecord");
-      for (int b = 0; b < batch; ++b) fn();
+      if (graph) {
+        check(d_.graph_launch(graph.get(), stream_), "cuGraphLaunch");
+      } else {
+        for (int b = 0; b < batch; ++b) fn();
+      }
       check(d_.event_record(stop_, stream_), "cuEventRecord");
       check(d_.event_synchronize(stop_), "cuEventSynchronize");
       float ms = 0;
@@ -243,6 +274,24 @@ class DriverRuntime final : public CudaRuntime {
     size_t n = sorted.size();
     timing.median_ms = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
     return timing;
+  }
+
+  // `count` runs of fn captured on the stream into one executable graph; nullptr where the driver
+  // has no graphs or the capture fails (the caller then launches the runs one by one).
+  CUgraphExec capture(const std::function<void()>& fn, int count) {
+    if (!d_.has_graphs() || d_.stream_begin_capture(stream_, kCaptureModeThreadLocal) != 0) return nullptr;
+    bool captured = true;
+    try {
+      for (int i = 0; i < count; ++i) fn();
+    } catch (const Error&) {
+      captured = false;  // the launch is retried, uncaptured, by the caller
+    }
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    if (d_.stream_end_capture(stream_, &graph) != 0) captured = false;
+    if (captured && graph && d_.graph_instantiate(&exec, graph, 0) != 0) exec = nullptr;
+    if (graph) d_.graph_destroy(graph);
+    return captured ? exec : nullptr;
   }
 
   // Throws Error("CUDA error NAME in call"); a sticky error also marks the runtime unusable.

@@ -129,6 +129,7 @@ class StoreCollector {
         add_store(s.get());
         return;
       case StmtOp::Barrier:
+      case StmtOp::AllReduce:  // a combine across threads: no store to memory of its own
         return;
     }
   }

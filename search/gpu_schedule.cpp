@@ -17,6 +17,7 @@ namespace {
 struct Knobs {
   int64_t elem_threads = 256;
   int64_t elem_vector = 4;
+  int64_t elem_per_thread = 1;  // vectors per thread, an unrolled loop outside the threads
   int64_t row_threads = 0;  // 0: chosen from the row length
   int64_t block_rows = 64, block_cols = 64;  // contraction: output tile per block
   int64_t thread_rows = 4, thread_cols = 4;  // and per thread (registers)
@@ -24,6 +25,8 @@ struct Knobs {
   bool stage_a = true, stage_b = true;       // stage each operand in shared memory
   int64_t unroll_max_step = 0;
   bool stage_rows = false;                   // rows: each input row staged in shared memory once
+  int64_t rows_per_block = 0;                // rows: threadIdx.y extent; 0: chosen from the row length
+  bool warp_combine = true;                  // rows: partials combined by shuffles, else through shared memory
 };
 
 // Reductions this short (depthwise convolution's 3x3 window) run serially inside one thread each.
@@ -79,38 +82,68 @@ class GpuScheduler {
       if (op.reduce != ReduceKind::None) return true;
     return false;
   }
-  // All axes fused, then [blocks, threads, vector lanes].
+  // All axes fused, then [blocks, vectors per thread, threads, vector lanes].
   void schedule_elementwise(const std::string& name) {
     std::vector<std::string> loops = leaves(name);
     std::string f = loops[0];
     if (loops.size() > 1 && apply(fuse_step(name, loops))) f = leaves(name)[0];
     int64_t n = extent(name, f);
     int64_t threads = std::min(k_.elem_threads, std::max<int64_t>(32, floor_pow2(n)));
-    if (k_.elem_vector > 1 && n >= threads * k_.elem_vector && apply(split_step(name, f, {threads, k_.elem_vector}))) {
-      apply(annotate_step(name, f + ".2", Annotation::Vectorize));
-    } else {
-      apply(split_step(name, f, {threads}));
+    int64_t vector = k_.elem_vector > 1 && n >= threads * k_.elem_vector ? k_.elem_vector : 1;
+    int64_t per_thread = n >= threads * vector * k_.elem_per_thread ? k_.elem_per_thread : 1;
+    // [blocks, per thread (unrolled), threads, vector lanes], the unit loops left out: each
+    // unrolled step covers a contiguous threads x lanes span, so every step's loads stay coalesced.
+    std::vector<int64_t> lengths;
+    if (per_thread > 1) lengths.push_back(per_thread);
+    lengths.push_back(threads);
+    if (vector > 1) lengths.push_back(vector);
+    bool split = apply(split_step(name, f, lengths));
+    if (!split) {
+      lengths = {threads};
+      apply(split_step(name, f, lengths));
     }
+    int level = 1;
+    if (split && per_thread > 1) apply(annotate_step(name, f + "." + std::to_string(level++), Annotation::Unroll));
     apply(annotate_step(name, f + ".0", Annotation::BlockX));
-    apply(annotate_step(name, f + ".1", Annotation::ThreadX));
+    apply(annotate_step(name, f + "." + std::to_string(level++), Annotation::ThreadX));
+    if (static_cast<size_t>(level) <= lengths.size()) apply(annotate_step(name, f + "." + std::to_string(level), Annotation::Vectorize));
   }
 
   bool short_reductions_only() const { return gpu_short_reductions_only(dag_); }
 
-  // Every output element by one thread, its (short) reduction a serial loop inside: spatial axes
-  // fused into blocks x threads, producers (padding) inlined.
+  // Every output element by one thread, its (short) reduction a serial loop inside accumulating
+  // in a register (cache_write local). The innermost axis is split over the threads, the rest
+  // (with that axis' outer part) fused into blocks: a thread's index needs no division, only the
+  // block's. Producers (padding) inlined.
   void schedule_short_reduction(const Operation& out) {
     for (const Operation& op : dag_.ops())
       if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
+    std::string compute = out.name;
+    if (apply(cache_write_step(out.name, MemScope::Local))) compute = cache_stage_name(out.name, MemScope::Local);
     std::vector<std::string> loops = leaves(out.name);
     std::vector<std::string> spatial(loops.begin(), loops.begin() + static_cast<long>(out.axes.size()));
-    std::string f = spatial[0];
-    if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) f = leaves(out.name)[0];
-    int64_t threads = std::min(k_.elem_threads, std::max<int64_t>(32, floor_pow2(extent(out.name, f))));
-    apply(split_step(out.name, f, {threads}));
-    apply(annotate_step(out.name, f + ".0", Annotation::BlockX));
-    apply(annotate_step(out.name, f + ".1", Annotation::ThreadX));
-    for (const Axis& r : out.reduce_axes) apply(annotate_step(out.name, r.name, Annotation::Unroll));
+    const std::string inner = spatial.back();
+    int64_t threads = std::min(k_.elem_threads, (extent(out.name, inner) + 31) / 32 * 32);
+    std::string thread = inner, block;
+    if (apply(split_step(out.name, inner, {threads}))) {
+      spatial.back() = inner + ".0";
+      thread = inner + ".1";
+      if (spatial.size() > 1) {
+        std::vector<std::string> order = spatial;
+        order.push_back(thread);
+        apply(reorder_step(out.name, order));
+      }
+      block = spatial[0];
+      if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) block = leaves(out.name)[0];
+    } else {
+      spatial.pop_back();
+      block = spatial.empty() ? "" : spatial[0];
+      if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) block = leaves(out.name)[0];
+    }
+    if (!block.empty()) apply(annotate_step(out.name, block, Annotation::BlockX));
+    apply(annotate_step(out.name, thread, Annotation::ThreadX));
+    if (compute != out.name) apply(compute_at_step(compute, out.name, thread));
+    for (const Axis& r : out.reduce_axes) apply(annotate_step(compute, r.name, Annotation::Unroll));
   }
 
   // Each input row read by several passes (softmax: max, sum, normalize) copied into shared memory
@@ -130,51 +163,80 @@ class GpuScheduler {
     return staged;
   }
 
+  // The staged rows of a block ([rows per block, row length]) fetched once by all its threads.
   void fetch_rows_cooperatively(const std::vector<std::string>& staged, const std::string& out,
-                                const std::string& row, int64_t threads) {
+                                const std::string& row, int64_t threads, int64_t per_block) {
     for (const std::string& shared : staged) {
       if (!apply(compute_at_step(shared, out, row))) continue;
       std::vector<std::string> loops = leaves(shared);
       std::string f = loops[0];
       if (loops.size() > 1 && apply(fuse_step(shared, loops))) f = leaves(shared)[0];
-      if (apply(split_step(shared, f, {threads}))) apply(annotate_step(shared, f + ".1", Annotation::ThreadX));
+      if (per_block > 1 && apply(split_step(shared, f, {per_block, threads}))) {
+        apply(annotate_step(shared, f + ".1", Annotation::ThreadY));
+        apply(annotate_step(shared, f + ".2", Annotation::ThreadX));
+      } else if (apply(split_step(shared, f, {threads}))) {
+        apply(annotate_step(shared, f + ".1", Annotation::ThreadX));
+      }
     }
   }
 
-  // One block per row; the threads split the row.
+  // One row per threadIdx.y, `per_block` rows per block; the threads of a row (threadIdx.x) split
+  // it, each reduction a cross-thread one when `warp_combine` (partial values in registers,
+  // combined by shuffles), else partial values in shared memory that every thread combines.
   void schedule_rows(const Operation& out) {
     std::vector<std::string> staged = k_.stage_rows ? cache_rows_in_shared() : std::vector<std::string>{};
     for (const Operation& op : dag_.ops())
       if (!op.is_placeholder && op.name != out.name && op.reduce == ReduceKind::None)
         apply(compute_inline_step(op.name));
     int64_t cols = out.reduce != ReduceKind::None ? out.reduce_axes[0].extent : out.shape.back();
-    // Each thread reduces cols / threads elements, then combines all `threads` partials itself. On
-    // the H100 one warp per row was best up to 1024 columns (layernorm 16384x1024), 256 threads for
-    // rows of 4096 and 8192 (rmsnorm, softmax).
+    // Each thread reduces cols / threads elements. On the H100 one warp per row was best up to
+    // 1024 columns (layernorm 16384x1024), 256 threads for rows of 4096 and 8192 (rmsnorm, softmax).
     int64_t threads = k_.row_threads ? k_.row_threads
                                      : cols <= 1024 ? 32 : std::clamp<int64_t>(floor_pow2(cols / 16), 32, 256);
+    // Short rows leave a one-warp block little to overlap: several rows per block keep more warps
+    // of a multiprocessor busy than its limit on resident blocks allows. Partials in shared memory
+    // serve one row per block.
+    int64_t per_block = !k_.warp_combine ? 1 : k_.rows_per_block ? k_.rows_per_block : threads <= 32 ? 4 : 1;
+    while (per_block > 1 && per_block * threads > 1024) per_block /= 2;
     std::string row;
     if (out.reduce != ReduceKind::None) {
-      partial_sums(out.name, threads);
+      reduce_across_threads(out.name, threads);
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
     } else {
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()) - 1);
       std::string col = leaves(out.name).back();
       if (apply(split_step(out.name, col, {threads}))) apply(annotate_step(out.name, col + ".1", Annotation::ThreadX));
     }
-    apply(annotate_step(out.name, row, Annotation::BlockX));
+    if (per_block > 1 && apply(split_step(out.name, row, {per_block}))) {
+      apply(annotate_step(out.name, row + ".0", Annotation::BlockX));
+      apply(annotate_step(out.name, row + ".1", Annotation::ThreadY));
+      row += ".1";
+    } else {
+      apply(annotate_step(out.name, row, Annotation::BlockX));
+    }
     for (size_t i = dag_.ops().size(); i-- > 0;) {
       const Operation& op = dag_.ops()[i];
       if (op.is_placeholder || op.name == out.name || op.reduce == ReduceKind::None) continue;
       // Consumers first, each reduction right after its partial sums: a stage can only move into
       // the row loop once every stage that reads it is there.
-      partial_sums(op.name, threads);
+      reduce_across_threads(op.name, threads);
       apply(set_scope_step(op.name, MemScope::Local));
       apply(compute_at_step(op.name, out.name, row));
-      apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
+      if (!k_.warp_combine) apply(compute_at_step(rfactor_stage_name(op.name), out.name, row));
     }
-    if (out.reduce != ReduceKind::None) apply(compute_at_step(rfactor_stage_name(out.name), out.name, row));
-    fetch_rows_cooperatively(staged, out.name, row, threads);
+    if (out.reduce != ReduceKind::None && !k_.warp_combine)
+      apply(compute_at_step(rfactor_stage_name(out.name), out.name, row));
+    fetch_rows_cooperatively(staged, out.name, row, threads, per_block);
+  }
+
+  // R[i] = reduce_k f, k split [k.0, k.1 (threads)]: with warp_combine, k.1 is bound to threadIdx.x
+  // (each thread folds k.0, then the threads combine); else partial_sums.
+  void reduce_across_threads(const std::string& name, int64_t threads) {
+    if (!k_.warp_combine) return partial_sums(name, threads);
+    const Operation op = state().op(name);  // a copy: every applied step replaces the state
+    if (op.reduce_axes.size() != 1) return;
+    const std::string k = op.reduce_axes[0].name;
+    if (apply(split_step(name, k, {threads}))) apply(annotate_step(name, k + ".1", Annotation::ThreadX));
   }
 
   std::string fuse_rows(const std::string& name, int rank) {
@@ -309,6 +371,9 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.stage_b = pick({0, 1, 1}) != 0;
   k.unroll_max_step = pick({0, 0, 16, 64, 512});
   k.stage_rows = pick({0, 1}) != 0;
+  k.rows_per_block = pick({0, 1, 2, 4, 8});
+  k.warp_combine = pick({0, 1, 1}) != 0;
+  k.elem_per_thread = pick({1, 1, 2, 4});
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -328,12 +393,15 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
   if (elementwise) {
     k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
     k.elem_vector = d.choose("elementwise.vector", {1, 2, 4}, DecisionKind::Vector);
+    k.elem_per_thread = d.choose("elementwise.per_thread", {1, 2, 4, 8}, DecisionKind::Unroll);
   }
   bool short_reduction = rows && gpu_short_reductions_only(dag);
   if (short_reduction) k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
   if (rows && !short_reduction) {
     k.row_threads = d.choose("rows.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
     k.stage_rows = d.choose("rows.stage_in_shared", {0, 1}, DecisionKind::ComputeLocation) != 0;
+    k.warp_combine = d.choose("rows.combine_by_shuffles", {1, 0}, DecisionKind::Structure) != 0;
+    k.rows_per_block = k.warp_combine ? d.choose("rows.per_block", {1, 2, 4, 8}, DecisionKind::ThreadBinding) : 1;
   }
   if (contraction) {
     k.block_rows = d.choose("block.rows", {8, 16, 32, 64, 128}, DecisionKind::Tile);

@@ -60,9 +60,10 @@ int tag_slot(const std::string& tag) {
 }
 bool is_vthread(const std::string& tag) { return tag.rfind("vthread", 0) == 0; }
 
+// A barrier, or a reduction across threads (shuffles and a barrier): every thread must reach it.
 bool contains_barrier(const Stmt& s) {
   bool found = false;
-  visit(s, [&](const Stmt& n) { found = found || n->op == StmtOp::Barrier; });
+  visit(s, [&](const Stmt& n) { found = found || n->op == StmtOp::Barrier || n->op == StmtOp::AllReduce; });
   return found;
 }
 
@@ -72,6 +73,7 @@ struct KernelInfo {
   int64_t extent[6] = {1, 1, 1, 1, 1, 1};  // blockIdx.xyz, threadIdx.xyz
   bool bound[6] = {};
   bool dynamic_shared = false;
+  int64_t static_shared_bytes = 0;  // declared where they are used (reductions across warps)
   int64_t shared_bytes = 0;
   std::map<const StmtNode*, int64_t> shared_offset;  // dynamic shared: offset of each allocation
   std::set<std::string> stored;
@@ -170,6 +172,7 @@ class CudaPrinter {
           }
           break;
         case StmtOp::Store: info.stored.insert(s->buffer); break;
+        case StmtOp::AllReduce: info.static_shared_bytes += 32 * 4; break;  // at most 32 warps' values
         default: break;
       }
       for (const Stmt& child : s->body) walk(child);
@@ -207,7 +210,7 @@ class CudaPrinter {
       throw CompileError("cuda codegen: " + kernel_name + " needs " + std::to_string(info.shared_bytes) +
                          " bytes of shared memory, over the device limit " +
                          std::to_string(limits_.max_shared_per_block_optin));
-    info.dynamic_shared = info.shared_bytes > kStaticSharedLimit;
+    info.dynamic_shared = info.shared_bytes + info.static_shared_bytes > kStaticSharedLimit;
     return info;
   }
 
@@ -265,6 +268,7 @@ class CudaPrinter {
         for (const Stmt& child : s->body) emit_stmt(child, true);
         return;
       case StmtOp::Barrier: line("__syncthreads();"); return;
+      case StmtOp::AllReduce: return emit_allreduce(s);
       case StmtOp::Provide:
         throw CompileError("cuda codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
       case StmtOp::Prefetch:
@@ -316,6 +320,69 @@ class CudaPrinter {
     block(s->body[0]);
     line("}");
     vars_.erase(s->var);
+  }
+
+  // Every thread of a row (the threadIdx.x extent n) ends with the combination of all the row's
+  // values. n <= 32 (a power of two): the row is a group of n lanes of one warp, combined by xor
+  // shuffles within the group. n > 32 (whole warps): each warp combines its lanes, lane 0 of each
+  // warp writes the warp's value to shared memory, and every thread combines the row's warps.
+  void emit_allreduce(const Stmt& s) {
+    const int64_t n = *as_int(s->extent);
+    if (s->thread_tag != "threadIdx.x" || info_.extent[3] != n)
+      throw CompileError("cuda codegen: a reduction across " + std::to_string(n) + " threads of " + s->thread_tag +
+                         " in a block of blockDim.x = " + std::to_string(info_.extent[3]) + " (they must be equal)");
+    const std::string ref = names_.id(s->buffer) + "[" + strip_parens(expr(s->indices[0], 0)) + "]";
+    auto combine = [&](const std::string& a, const std::string& b) {
+      if (s->combiner == ExprOp::Add) return a + " + " + b;
+      return "(" + b + (s->combiner == ExprOp::Max ? " > " : " < ") + a + ") ? " + b + " : " + a;
+    };
+    const std::string r = names_.fresh("red"), o = names_.fresh("other");
+    line("{");
+    ++indent_;
+    line("float " + r + " = " + ref + ";");
+    if (n <= 32) {
+      std::string mask = "0xffffffffu";
+      if (n < 32) {
+        // The lane of this thread within its warp: threads are numbered x fastest, then y, then z.
+        std::string linear = "threadIdx.x + " + std::to_string(n) + " * (threadIdx.y + " +
+                             std::to_string(info_.extent[4]) + " * threadIdx.z)";
+        mask = names_.fresh("group");
+        line("const unsigned " + mask + " = " + std::to_string((1ull << n) - 1) + "u << ((" + linear + ") & " +
+             std::to_string(32 - n) + ");");
+      }
+      for (int64_t off = n / 2; off > 0; off /= 2) {
+        line("{");
+        line("  const float " + o + " = __shfl_xor_sync(" + mask + ", " + r + ", " + std::to_string(off) + ", " +
+             std::to_string(n) + ");");
+        line("  " + r + " = " + combine(r, o) + ";");
+        line("}");
+      }
+    } else {
+      const int64_t warps = n / 32, rows = info_.extent[4] * info_.extent[5];
+      for (int64_t off = 16; off > 0; off /= 2) {
+        line("{");
+        line("  const float " + o + " = __shfl_xor_sync(0xffffffffu, " + r + ", " + std::to_string(off) + ");");
+        line("  " + r + " = " + combine(r, o) + ";");
+        line("}");
+      }
+      const std::string warp_values = names_.fresh("warp_values"), base = names_.fresh("row_base");
+      line("__shared__ float " + warp_values + "[" + std::to_string(rows * warps) + "];");
+      line("const int " + base + " = (threadIdx.y + " + std::to_string(info_.extent[4]) + " * threadIdx.z) * " +
+           std::to_string(warps) + ";");
+      line("if ((threadIdx.x & 31) == 0) " + warp_values + "[" + base + " + threadIdx.x / 32] = " + r + ";");
+      line("__syncthreads();");
+      line(r + " = " + warp_values + "[" + base + "];");
+      line("#pragma unroll");
+      const std::string w = names_.fresh("w");
+      line("for (int " + w + " = 1; " + w + " < " + std::to_string(warps) + "; ++" + w + ") {");
+      line("  const float " + o + " = " + warp_values + "[" + base + " + " + w + "];");
+      line("  " + r + " = " + combine(r, o) + ";");
+      line("}");
+      line("__syncthreads();  // before the next combine at this point reuses " + warp_values);
+    }
+    line(ref + " = " + r + ";");
+    --indent_;
+    line("}");
   }
 
   void emit_allocate(const Stmt& s) {

@@ -169,6 +169,8 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
       throw CompileError("llvm codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
     case StmtOp::Barrier:
       throw CompileError("llvm codegen: a GPU barrier cannot run on the CPU target");
+    case StmtOp::AllReduce:
+      throw CompileError("llvm codegen: a reduction across GPU threads cannot run on the CPU target");
     case StmtOp::Prefetch: return emit_prefetch(s);
   }
   throw CompileError("llvm codegen: unknown statement");

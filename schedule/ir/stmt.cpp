@@ -118,6 +118,20 @@ Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements) {
   return finish(std::move(n));
 }
 
+Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp combiner,
+                    const std::string& thread_tag, int64_t threads) {
+  TESSEL_CHECK(combiner == ExprOp::Add || combiner == ExprOp::Max || combiner == ExprOp::Min,
+               "allreduce of " + buffer + " needs an Add, Max or Min combiner");
+  TESSEL_CHECK(threads > 0, "allreduce of " + buffer + " needs a positive thread count");
+  StmtNode n{StmtOp::AllReduce};
+  n.buffer = buffer;
+  n.indices = std::move(indices);
+  n.combiner = combiner;
+  n.thread_tag = thread_tag;
+  n.extent = make_int(threads);
+  return finish(std::move(n));
+}
+
 Stmt with_body(const Stmt& s, std::vector<Stmt> body) {
   if (s->op == StmtOp::Seq) return make_seq(std::move(body));
   StmtNode n = *s;
@@ -210,6 +224,13 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       for (const Stmt& b : s->body) print(out, b, indent);
       return;
     case StmtOp::Barrier: out << pad << "barrier()\n"; return;
+    case StmtOp::AllReduce: {
+      out << pad << s->buffer << "[";
+      for (size_t i = 0; i < s->indices.size(); ++i) out << (i ? ", " : "") << to_string(s->indices[i]);
+      const char* kind = s->combiner == ExprOp::Add ? "sum" : s->combiner == ExprOp::Max ? "max" : "min";
+      out << "] = allreduce_" << kind << "(over " << s->thread_tag << ", " << to_string(s->extent) << ")\n";
+      return;
+    }
     case StmtOp::Prefetch:
       out << pad << "prefetch " << s->buffer << "[" << to_string(s->indices[0]) << "], " << to_string(s->extent)
           << "\n";

@@ -13,6 +13,10 @@
 //  - Prefetch is a CPU cache hint with no effect on results: elements [`indices[0]`, `indices[0]` +
 //    `extent`) of the flat buffer `buffer` will be read soon. Elements outside the buffer are never
 //    touched (the code generator clamps the addresses into it).
+//  - AllReduce combines element `indices` of the local buffer `buffer` across the `extent` threads
+//    of `thread_tag` (threadIdx.x: the whole block dimension) with `combiner` (Add, Max or Min);
+//    afterwards every one of those threads holds the result. Every thread of the block must reach
+//    it (like a barrier): it never sits under a condition on the thread index.
 //  - `pragma_unroll_max_step` on a For asks the unroll pass to unroll every loop inside it whose
 //    total unrolled body stays within that many statements (Ansor's auto_unroll_max_step).
 #pragma once
@@ -29,7 +33,7 @@ namespace tessel {
 
 enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBound };
 enum class MemScope : uint8_t { Global, Shared, Local };
-enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch };
+enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch, AllReduce };
 
 const char* to_string(ForKind kind);
 const char* to_string(MemScope scope);
@@ -55,6 +59,8 @@ struct StmtNode {
   MemScope scope = MemScope::Global;
   // IfThenElse
   Expr cond;
+  // AllReduce (also uses buffer, indices, thread_tag, extent)
+  ExprOp combiner = ExprOp::Add;
   // For / Allocate: body[0]; IfThenElse: then, optional else; Seq: children
   std::vector<Stmt> body;
 };
@@ -69,6 +75,8 @@ Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_seq(std::vector<Stmt> stmts);  // flattens nested Seqs; one child returns the child
 Stmt make_barrier();
 Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements);
+Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp combiner,
+                    const std::string& thread_tag, int64_t threads);
 
 // A copy of s with new children (same fields otherwise).
 Stmt with_body(const Stmt& s, std::vector<Stmt> body);

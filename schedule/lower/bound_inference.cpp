@@ -183,14 +183,16 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
     std::vector<std::pair<std::vector<Expr>, std::map<std::string, Range>>> readers;
     std::map<std::string, int64_t> free_loops;
     if (p.stage.scope == MemScope::Shared) {
-      // The thread-bound loops of the stages the consumer is nested in appear in its region's
-      // start; the shared buffer must cover all of their values too.
-      for (std::string up = c.stage.name; infos.at(up).stage.loc == ComputeLoc::At;) {
-        up = infos.at(up).stage.attach_stage;
+      // The thread-bound loops of the attach stage and of the stages it is nested in appear in
+      // the regions of the readers (a row staged for a block of several rows: threadIdx.y picks
+      // each reader's row); the shared buffer must cover all of their values too.
+      for (std::string up = c.stage.name;;) {
         const StageInfo& a = infos.at(up);
         for (size_t i = 0; i < a.stage.leaves.size(); ++i)
           if (is_thread_loop(a.stage.vars[a.stage.leaves[i]].annotation))
             free_loops[a.leaf_names[i]] = a.stage.vars[a.stage.leaves[i]].extent;
+        if (a.stage.loc != ComputeLoc::At) break;
+        up = a.stage.attach_stage;
       }
     }
     for (const auto& [name, info] : infos) {

@@ -1,5 +1,7 @@
 #include "schedule/lower/schedule_ops.h"
 
+#include <functional>
+
 #include "schedule/lower/arith.h"
 #include "schedule/lower/inject_predicates.h"
 #include "schedule/lower/prefetch.h"
@@ -128,14 +130,20 @@ class NestBuilder {
     Stmt update, init;
     int first_reduce = static_cast<int>(s.leaves.size());
     std::vector<Expr> all_preds = stage_predicates(info, op.shape, values, false);
+    // The accumulator starts at -inf / +inf and only ever takes non-NaN values, so fmax(acc, x)
+    // is exactly select(x > acc, x, acc): one vector max instead of a NaN-aware sequence.
+    auto combine = [&](const Expr& acc) {
+      return op.reduce == ReduceKind::Sum   ? acc + body
+             : op.reduce == ReduceKind::Max ? make_select(body > acc, body, acc)
+                                            : make_select(body < acc, body, acc);
+    };
     if (op.reduce != ReduceKind::None) {
+      for (size_t i = 0; i < s.leaves.size(); ++i)
+        if (s.leaf(static_cast<int>(i)).kind == IterKind::Reduce &&
+            s.leaf(static_cast<int>(i)).annotation == Annotation::ThreadX)
+          return cross_thread_reduction(info, op, body, index, values, static_cast<int>(i), combine);
       Expr acc = make_tensor_read(name, index, body->type);
-      // The accumulator starts at -inf / +inf and only ever takes non-NaN values, so fmax(acc, x)
-      // is exactly select(x > acc, x, acc): one vector max instead of a NaN-aware sequence.
-      Expr combined = op.reduce == ReduceKind::Sum   ? acc + body
-                      : op.reduce == ReduceKind::Max ? make_select(body > acc, body, acc)
-                                                     : make_select(body < acc, body, acc);
-      update = guard(all_preds, make_provide(name, index, combined));
+      update = guard(all_preds, make_provide(name, index, combine(acc)));
       init = guard(stage_predicates(info, op.shape, values, true),
                    make_provide(name, index, make_float(reduce_init(op.reduce))));
       for (size_t i = 0; i < s.leaves.size(); ++i)
@@ -156,6 +164,36 @@ class NestBuilder {
         if (s.leaf(p).kind == IterKind::Spatial) init_nest = make_loop(info, p, init_nest);
       nest = make_seq({init_nest, nest});
     }
+    for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
+    return nest;
+  }
+
+  // A reduction with a loop bound to threadIdx.x: each thread folds its share (the other reduction
+  // loops) into a register, the threads combine their registers (AllReduce: warp shuffles), and
+  // the result is stored once per output element. The combine is a collective every thread of the
+  // block reaches, so only the stores sit under the stage's predicates.
+  Stmt cross_thread_reduction(const StageInfo& info, const Operation& op, const Expr& body,
+                              const std::vector<Expr>& index, const std::vector<Expr>& values, int thread_leaf,
+                              const std::function<Expr(const Expr&)>& combine) {
+    const Stage& s = info.stage;
+    int first_reduce = 0;
+    while (s.leaf(first_reduce).kind != IterKind::Reduce) ++first_reduce;
+    for (int p = first_reduce; p < static_cast<int>(s.leaves.size()); ++p)
+      if (s.leaf(p).kind == IterKind::Spatial)
+        throw ScheduleError(-1, "annotate(" + s.name + ", " + s.leaf(thread_leaf).name + ", threadIdx.x)",
+                            "a reduction across threads needs every spatial loop of " + s.name +
+                                " outside its reduction loops; loop '" + s.leaf(p).name + "' is inside");
+    const std::string partial = s.name + ".partial";
+    const std::vector<Expr> cell{make_int(0)};
+    Expr acc = make_tensor_read(partial, cell, body->type);
+    Stmt nest = guard(stage_predicates(info, op.shape, values, false), make_provide(partial, cell, combine(acc)));
+    for (int p = static_cast<int>(s.leaves.size()) - 1; p >= first_reduce; --p)
+      nest = make_loop(info, p, loop_body(info, body, p, nest));
+    ExprOp combiner = op.reduce == ReduceKind::Sum ? ExprOp::Add : op.reduce == ReduceKind::Max ? ExprOp::Max : ExprOp::Min;
+    nest = make_seq({make_provide(partial, cell, make_float(reduce_init(op.reduce))), nest,
+                     make_allreduce(partial, cell, combiner, "threadIdx.x", s.leaf(thread_leaf).extent),
+                     guard(stage_predicates(info, op.shape, values, true), make_provide(s.name, index, acc))});
+    nest = make_allocate(partial, op.dtype, {1}, MemScope::Local, nest);
     for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
     return nest;
   }

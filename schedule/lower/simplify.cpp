@@ -58,6 +58,11 @@ Stmt run(const Stmt& s, VarRanges& ranges) {
       return make_provide(s->buffer, idx, simp(s->value));
     }
     case StmtOp::Barrier: return s;
+    case StmtOp::AllReduce: {
+      std::vector<Expr> idx;
+      for (const Expr& i : s->indices) idx.push_back(simp(i));
+      return make_allreduce(s->buffer, idx, s->combiner, s->thread_tag, *as_int(s->extent));
+    }
     case StmtOp::Prefetch: return make_prefetch(s->buffer, simp(s->indices[0]), *as_int(s->extent));
   }
   return s;

@@ -31,6 +31,9 @@ class Flattener {
       }
       case StmtOp::Provide:
         return make_store(s->buffer, flat_index(s->buffer, s->indices), flatten_expr(s->value));
+      case StmtOp::AllReduce:
+        return make_allreduce(s->buffer, {flat_index(s->buffer, s->indices)}, s->combiner, s->thread_tag,
+                              *as_int(s->extent));
       default: {
         std::vector<Stmt> body;
         for (const Stmt& b : s->body) body.push_back(run(b));

@@ -50,6 +50,13 @@ class Verifier {
       case StmtOp::Barrier:
         if (target_ == LowerTarget::Cpu) fail("barrier on the CPU target");
         return;
+      case StmtOp::AllReduce:
+        if (target_ == LowerTarget::Cpu)
+          throw ScheduleError(-1, "annotate(" + s->buffer + ", threadIdx.x)",
+                              "a reduction across threads needs the GPU target (use --target cuda)");
+        if (!buffers_.count(s->buffer)) fail("allreduce of unknown buffer " + s->buffer);
+        check(s->indices[0]);
+        return;
       case StmtOp::Prefetch:
         if (target_ == LowerTarget::Gpu)
           throw ScheduleError(-1, "prefetch(" + s->buffer + ")",
@@ -126,6 +133,12 @@ class KernelChecker {
         if (under_thread_condition)
           throw CompileError("lowered code is invalid: a barrier under a condition on the thread index would hang");
         return;
+      case StmtOp::AllReduce:
+        if (under_thread_condition)
+          throw CompileError("lowered code is invalid: a reduction across threads under a condition on the thread "
+                             "index would hang");
+        allreduces_.push_back(s.get());
+        return;
       default:
         for (const Stmt& b : s->body) run(b, under_thread_condition);
     }
@@ -147,6 +160,18 @@ class KernelChecker {
         fail("bind blockIdx." + std::string(dims[d]), "grid dimension " + std::string(dims[d]) + " is " +
                  std::to_string(b->second) + ", over the device limit " + std::to_string(limits_.max_grid[d]));
     }
+    for (const StmtNode* r : allreduces_) {
+      auto t = extents_.find(r->thread_tag);
+      int64_t n = *as_int(r->extent);
+      std::string step = "annotate(" + r->buffer + ", " + r->thread_tag + ")";
+      if (t == extents_.end() || t->second != n)
+        fail(step, "a reduction across " + std::to_string(n) + " threads needs " + r->thread_tag + " = " +
+                       std::to_string(n) + " in its kernel, not " +
+                       (t == extents_.end() ? std::string("unbound") : std::to_string(t->second)));
+      if (n <= 32 ? (n & (n - 1)) != 0 : n % 32 != 0)
+        fail(step, "a reduction across " + std::to_string(n) + " threads needs a power of two up to 32 threads or "
+                       "a multiple of 32 (whole warps)");
+    }
     if (threads > limits_.max_threads_per_block)
       fail("bind threadIdx", "a block of " + std::to_string(threads) + " threads is over the device limit of " +
                                  std::to_string(limits_.max_threads_per_block) + " threads per block");
@@ -162,6 +187,7 @@ class KernelChecker {
   const GpuLimits& limits_;
   std::map<std::string, int64_t> extents_;
   std::set<std::string> thread_vars_;
+  std::vector<const StmtNode*> allreduces_;
   int64_t shared_bytes_ = 0;
 };
 

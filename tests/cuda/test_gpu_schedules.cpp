@@ -1,12 +1,14 @@
 // Every op template at small odd shapes: the default GPU schedule and 100 random ones lower for the
 // GPU, print as CUDA C and compile through NVRTC for sm_90 (no GPU needed). Running them is checked
-// on a GPU host (experiments/gpu/run_h100.sh).
+// on a GPU host (experiments/gpu/run_h100.sh). Also the reduction across threads (warp shuffles).
 #include <catch2/catch.hpp>
 
 #include "measure/cuda_kernel.h"
 #include "schedule/ops/op_library.h"
 #include "schedule/te/error.h"
+#include "schedule/lower/lower.h"
 #include "search/gpu_schedule.h"
+#include "search/schedule_patterns.h"
 
 using namespace tessel;
 
@@ -74,4 +76,78 @@ TEST_CASE("gpu schedules compile: bias_residual_layernorm 7x61", "[cuda][nvrtc]"
 }
 TEST_CASE("gpu schedules compile: elementwise 7x13x3, 3 inputs", "[cuda][nvrtc]") {
   compile_schedules("elementwise", {{"shape", "7x13x3"}, {"inputs", "3"}, {"expr", "tanh(x)*y+exp(z)-pow(abs(x),y)"}});
+}
+
+namespace {
+
+// softmax rows x cols with every reduction split over `threads` lanes bound to threadIdx.x (a
+// reduction across threads) and `per_block` rows per block on threadIdx.y.
+Trace cross_thread_softmax(const ComputeDAG& dag, int64_t threads, int64_t per_block) {
+  TraceBuilder b(dag);
+  auto apply = [&](const Step& step) { REQUIRE(b.apply(step)); };
+  for (const Operation& op : dag.ops())
+    if (!op.is_placeholder && op.reduce == ReduceKind::None && op.name != dag.ops().back().name)
+      apply(compute_inline_step(op.name));
+  const Operation& out = dag.ops().back();
+  const std::string row = out.axes[0].name, col = out.axes[1].name;
+  apply(split_step(out.name, col, {threads}));
+  apply(annotate_step(out.name, col + ".1", Annotation::ThreadX));
+  apply(split_step(out.name, row, {per_block}));
+  apply(annotate_step(out.name, row + ".0", Annotation::BlockX));
+  apply(annotate_step(out.name, row + ".1", Annotation::ThreadY));
+  for (size_t i = dag.ops().size(); i-- > 0;) {
+    const Operation& op = dag.ops()[i];
+    if (op.reduce == ReduceKind::None) continue;
+    const std::string k = op.reduce_axes[0].name;
+    apply(split_step(op.name, k, {threads}));
+    apply(annotate_step(op.name, k + ".1", Annotation::ThreadX));
+    apply(set_scope_step(op.name, MemScope::Local));
+    apply(compute_at_step(op.name, out.name, row + ".1"));
+  }
+  return b.trace();
+}
+
+}  // namespace
+
+TEST_CASE("a reduction bound to threadIdx.x lowers to a combine across threads", "[cuda][nvrtc]") {
+  ComputeDAG dag = build_op("softmax", {{"rows", "7"}, {"cols", "61"}});
+  LowerOptions gpu;
+  gpu.target = LowerTarget::Gpu;
+  SECTION("one warp per row, 4 rows per block: shuffles within the warp, results stored under the row guard") {
+    Trace t = cross_thread_softmax(dag, 32, 4);
+    LoweredFunc f = lower(replay(dag, t), "softmax", gpu);
+    std::string ir = to_string(f);
+    INFO(ir);
+    CHECK(ir.find("allreduce_max(over threadIdx.x, 32)") != std::string::npos);
+    CHECK(ir.find("allreduce_sum(over threadIdx.x, 32)") != std::string::npos);
+    if (!nvrtc_available()) return;
+    CudaBuild b = build_cuda_kernel(dag, t, "sm_90");
+    INFO(b.program.source);
+    CHECK(b.program.source.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos);
+    CHECK(b.program.launches[0].block[0] == 32);
+    CHECK(b.program.launches[0].block[1] == 4);
+    CHECK(b.program.launches[0].grid[0] == 2);
+  }
+  SECTION("16 lanes per row: shuffles within a group of 16 lanes") {
+    if (!nvrtc_available()) return;
+    CudaBuild b = build_cuda_kernel(dag, cross_thread_softmax(dag, 16, 2), "sm_90");
+    INFO(b.program.source);
+    CHECK(b.program.source.find("65535u << ((threadIdx.x + 16 * (threadIdx.y + 2 * threadIdx.z)) & 16)") !=
+          std::string::npos);
+  }
+  SECTION("two warps per row: the warps' values meet in shared memory") {
+    if (!nvrtc_available()) return;
+    CudaBuild b = build_cuda_kernel(dag, cross_thread_softmax(dag, 64, 2), "sm_90");
+    INFO(b.program.source);
+    CHECK(b.program.source.find("__shared__ float warp_values0[4];") != std::string::npos);
+    CHECK(b.program.source.find("__syncthreads();") != std::string::npos);
+  }
+  SECTION("a thread count that is neither a power of two up to 32 nor whole warps is refused") {
+    CHECK_THROWS_WITH(lower(replay(dag, cross_thread_softmax(dag, 48, 1)), "softmax", gpu),
+                      Catch::Matchers::Contains("a power of two up to 32 threads or a multiple of 32"));
+  }
+  SECTION("the CPU target has no threads to reduce across") {
+    CHECK_THROWS_WITH(lower(replay(dag, cross_thread_softmax(dag, 32, 1)), "softmax", LowerOptions{}),
+                      Catch::Matchers::Contains("which the CPU target does not have"));
+  }
 }

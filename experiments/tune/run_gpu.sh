@@ -8,7 +8,10 @@
 #
 #   OUT=... TRIALS=200 TIME_BUDGET_S=300 TORCH_BUDGET_S=200 [PRIOR=records.jsonl] \
 #     bash experiments/tune/run_gpu.sh CASE...
-# PRIOR: an earlier call's records.jsonl, imported first, so the session resumes from it.
+# PRIOR: earlier calls' records (JSON lines, .gz allowed), imported first, so the session resumes.
+# CHECKS=1: first the GPU tests and `tessel check --random-schedules 50` of every op template at odd
+# shapes (appended to gpu.txt). BUNDLE_TGZ: a compressed bundle (carry/bundle.tgz from `make
+# bundle`), unpacked first when bundle/ is missing.
 set -uo pipefail
 B=${B:-bundle}
 T=$B/bin/tessel
@@ -16,8 +19,16 @@ OUT=${OUT:?set OUT}
 TRIALS=${TRIALS:-200}
 DB=${DB:-/tmp/tune_gpu_$$.db}
 mkdir -p "$OUT"
+[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-carry/bundle.tgz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
-[ -n "${PRIOR:-}" ] && $T db import --db "$DB" "$PRIOR" >> "$OUT/tune_progress.txt" 2>&1
+if [ "${CHECKS:-0}" = 1 ]; then
+  { timeout 120 $B/bin/test_cuda 2>&1 | tail -4; echo "test_cuda rc=${PIPESTATUS[0]}"; } >> "$OUT/gpu.txt"
+  OUT_CHECK=$(mktemp -d) B=$B bash experiments/gpu/check_random.sh "$OUT_CHECK" 50 >> "$OUT/gpu.txt" 2>&1
+fi
+if [ -n "${PRIOR:-}" ]; then
+  case $PRIOR in *.gz) gunzip -c "$PRIOR" > /tmp/prior_$$.jsonl; PRIOR=/tmp/prior_$$.jsonl ;; esac
+  $T db import --db "$DB" "$PRIOR" >> "$OUT/tune_progress.txt" 2>&1
+fi
 args=()
 for c in "$@"; do args+=(--case "$c"); done
 start=$(date +%s)

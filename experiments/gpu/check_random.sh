@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On a GPU host: `tessel check --target cuda --random-schedules N` (N random schedules and the
+# default, each checked against the reference interpreter) for every op template at small odd
+# shapes, all templates at once; prints each one's summary and exit status.
+#   B=bundle bash experiments/gpu/check_random.sh WORKDIR [N]
+set -uo pipefail
+B=${B:-bundle}
+T=$B/bin/tessel
+W=${1:?work directory}
+N=${2:-50}
+mkdir -p "$W"
+ops=(
+  "matmul --param M=61 --param N=7 --param K=13"
+  "dense --param M=13 --param N=61 --param K=7 --param bias=1 --param act=gelu"
+  "batch_matmul --param B=3 --param M=7 --param N=13 --param K=61"
+  "conv2d --param N=2 --param C=4 --param H=13 --param W=7 --param F=6 --param KH=3 --param KW=3 --param pad=1 --param stride=2 --param groups=2 --param bias=1 --param act=silu"
+  "softmax --param rows=7 --param cols=61"
+  "layernorm --param rows=13 --param cols=127"
+  "rmsnorm --param rows=13 --param cols=61"
+  "reduce_sum --param rows=61 --param cols=127"
+  "bias_residual_layernorm --param rows=7 --param cols=61"
+  "elementwise --param shape=7x13x3 --param inputs=3 --param expr=tanh(x)*y+exp(z)-pow(abs(x),y)"
+)
+i=0
+for op in "${ops[@]}"; do
+  ( echo "== tessel check --op $op --target cuda --random-schedules $N"
+    timeout 300 $T check --op $op --target cuda --random-schedules "$N" 2>&1 | tail -5 | cut -c1-400
+    echo "rc=${PIPESTATUS[0]}" ) > "$W/check_$i.part" &
+  i=$((i+1))
+done
+wait
+cat "$W"/check_*.part
+rm -f "$W"/check_*.part

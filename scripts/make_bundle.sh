@@ -48,5 +48,8 @@ tessel bundle: bin/tessel (LLVM static), bin/tessel-runner, test binaries, lib/ 
 Needs on the host: glibc, the NVIDIA driver (libcuda.so.1) and NVRTC (libnvrtc.so, from the CUDA toolkit).
 TXT
 du -sh "$OUT"
-tar -C "$(dirname "$OUT")" -czf /tmp/tessel-bundle.tgz "$(basename "$OUT")"
-echo "compressed: $(du -h /tmp/tessel-bundle.tgz | cut -f1)"
+# The compressed copy is what travels to a GPU host (carry/ is ignored by git): unpacked there by
+# experiments/tune/run_gpu.sh when bundle/ is missing.
+mkdir -p carry
+tar -C "$(dirname "$OUT")" -czf carry/bundle.tgz "$(basename "$OUT")"
+echo "compressed: $(du -h carry/bundle.tgz | cut -f1) (carry/bundle.tgz)"

@@ -24,7 +24,7 @@ ops=(
 i=0
 for op in "${ops[@]}"; do
   ( echo "== tessel check --op $op --target cuda --random-schedules $N"
-    timeout 300 $T check --op $op --target cuda --random-schedules "$N" 2>&1 | tail -5 | cut -c1-400
+    timeout 300 $T check --op $op --target cuda --random-schedules "$N" 2>&1 | grep -E "FAIL|checked|error" | cut -c1-400
     echo "rc=${PIPESTATUS[0]}" ) > "$W/check_$i.part" &
   i=$((i+1))
 done

@@ -23,7 +23,8 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 if [ "${CHECKS:-0}" = 1 ]; then
   { timeout 120 $B/bin/test_cuda 2>&1 | tail -4; echo "test_cuda rc=${PIPESTATUS[0]}"; } >> "$OUT/gpu.txt"
-  OUT_CHECK=$(mktemp -d) B=$B bash experiments/gpu/check_random.sh "$OUT_CHECK" 50 >> "$OUT/gpu.txt" 2>&1
+  check_dir=$(mktemp -d)
+  B=$B bash experiments/gpu/check_random.sh "$check_dir" 50 >> "$OUT/gpu.txt" 2>&1
 fi
 if [ -n "${PRIOR:-}" ]; then
   case $PRIOR in *.gz) gunzip -c "$PRIOR" > /tmp/prior_$$.jsonl; PRIOR=/tmp/prior_$$.jsonl ;; esac

@@ -101,6 +101,11 @@ std::optional<Range> index_range(const Expr& index, const std::map<std::string, 
   LinearForm fixed;
   fixed.constant = min.constant;
   for (const auto& [atom, coeff] : min.terms) {
+    // A free loop inside a non-linear term (a block's rows spanning two images: floordiv(row, rows
+    // per image)) gives no interval of constant length: the caller takes the whole dimension.
+    if (atom->op != ExprOp::Var)
+      for (const std::string& v : free_vars(atom))
+        if (free_loops.count(v)) return std::nullopt;
     auto it = atom->op == ExprOp::Var ? free_loops.find(atom->name) : free_loops.end();
     if (it == free_loops.end()) {
       fixed.add(atom, coeff);

@@ -151,3 +151,19 @@ TEST_CASE("a reduction bound to threadIdx.x lowers to a combine across threads",
                       Catch::Matchers::Contains("which the CPU target does not have"));
   }
 }
+
+TEST_CASE("a shared row buffer covers every row of its block, even rows of two images", "[cuda]") {
+  // Grouped conv2d scheduled as rows: 8 rows (n, f, oh) per block on threadIdx.y, the input staged
+  // in shared memory per block. A block's rows span two images (42 rows per image), so the staged
+  // region must be both images, not the image of one thread's row (found on the H200: wrong
+  // values from random schedules 24 and 28).
+  ComputeDAG dag = build_op("conv2d", {{"N", "2"}, {"C", "4"}, {"H", "13"}, {"W", "7"}, {"F", "6"}, {"KH", "3"},
+                                       {"KW", "3"}, {"pad", "1"}, {"stride", "2"}, {"groups", "2"}, {"bias", "1"},
+                                       {"act", "silu"}});
+  Trace t = trace_from_json(R"json({"steps": [{"kind": "cache_read", "readers": ["pad"], "scope": "shared", "stage": "X"}, {"kind": "compute_inline", "stage": "pad"}, {"kind": "fuse", "loops": ["n1", "f1", "oh1"], "stage": "Y"}, {"factors": [32], "kind": "split", "loop": "ow1", "stage": "Y"}, {"annotation": "threadIdx.x", "kind": "annotate", "loop": "ow1.1", "stage": "Y"}, {"factors": [8], "kind": "split", "loop": "n1@f1@oh1", "stage": "Y"}, {"annotation": "blockIdx.x", "kind": "annotate", "loop": "n1@f1@oh1.0", "stage": "Y"}, {"annotation": "threadIdx.y", "kind": "annotate", "loop": "n1@f1@oh1.1", "stage": "Y"}, {"kind": "set_scope", "scope": "local", "stage": "conv"}, {"kind": "compute_at", "loop": "n1@f1@oh1.1", "stage": "conv", "target": "Y"}, {"kind": "compute_at", "loop": "n1@f1@oh1.1", "stage": "X.shared", "target": "Y"}, {"kind": "fuse", "loops": ["ax0", "ax1", "ax2", "ax3"], "stage": "X.shared"}, {"factors": [8, 32], "kind": "split", "loop": "ax0@ax1@ax2@ax3", "stage": "X.shared"}, {"annotation": "threadIdx.y", "kind": "annotate", "loop": "ax0@ax1@ax2@ax3.1", "stage": "X.shared"}, {"annotation": "threadIdx.x", "kind": "annotate", "loop": "ax0@ax1@ax2@ax3.2", "stage": "X.shared"}], "version": 1})json");
+  LowerOptions gpu;
+  gpu.target = LowerTarget::Gpu;
+  std::string ir = to_string(lower(replay(dag, t), "conv", gpu));
+  INFO(ir);
+  CHECK(ir.find("allocate X.shared[float32 * 728], shared") != std::string::npos);
+}

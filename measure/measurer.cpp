@@ -67,7 +67,7 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
     // Without an L2 flush, a CUDA sample is one graph replay of a batch of runs (see CudaRuntime::time).
     settings["timer"] = options_.target != "cuda" ? "steady_clock"
                         : options_.run.flush                 ? "cuda events"
-                                                             : "cuda events, batch replayed as a cuda graph";
+                                                             : "cuda events, batches replayed as cuda graphs where the driver has them";
     settings["input_seed"] = options_.input_seed;
     settings["run_timeout_s"] = options_.run_timeout_s;
     settings["build_timeout_s"] = options_.build_timeout_s;

@@ -337,6 +337,16 @@ class CudaPrinter {
       return "(" + b + (s->combiner == ExprOp::Max ? " > " : " < ") + a + ") ? " + b + " : " + a;
     };
     const std::string r = names_.fresh("red"), o = names_.fresh("other");
+    // r combined with the r of the lanes `width / 2`, ..., 1 away: every lane of a group of `width`.
+    auto shuffle_down_to_one = [&](const std::string& mask, int64_t width) {
+      for (int64_t off = width / 2; off > 0; off /= 2) {
+        line("{");
+        line("  const float " + o + " = __shfl_xor_sync(" + mask + ", " + r + ", " + std::to_string(off) + ", " +
+             std::to_string(width) + ");");
+        line("  " + r + " = " + combine(r, o) + ";");
+        line("}");
+      }
+    };
     line("{");
     ++indent_;
     line("float " + r + " = " + ref + ";");
@@ -350,21 +360,10 @@ class CudaPrinter {
         line("const unsigned " + mask + " = " + std::to_string((1ull << n) - 1) + "u << ((" + linear + ") & " +
              std::to_string(32 - n) + ");");
       }
-      for (int64_t off = n / 2; off > 0; off /= 2) {
-        line("{");
-        line("  const float " + o + " = __shfl_xor_sync(" + mask + ", " + r + ", " + std::to_string(off) + ", " +
-             std::to_string(n) + ");");
-        line("  " + r + " = " + combine(r, o) + ";");
-        line("}");
-      }
+      shuffle_down_to_one(mask, n);
     } else {
       const int64_t warps = n / 32, rows = info_.extent[4] * info_.extent[5];
-      for (int64_t off = 16; off > 0; off /= 2) {
-        line("{");
-        line("  const float " + o + " = __shfl_xor_sync(0xffffffffu, " + r + ", " + std::to_string(off) + ");");
-        line("  " + r + " = " + combine(r, o) + ";");
-        line("}");
-      }
+      shuffle_down_to_one("0xffffffffu", 32);
       const std::string warp_values = names_.fresh("warp_values"), base = names_.fresh("row_base");
       line("__shared__ float " + warp_values + "[" + std::to_string(rows * warps) + "];");
       line("const int " + base + " = (threadIdx.y + " + std::to_string(info_.extent[4]) + " * threadIdx.z) * " +

@@ -139,18 +139,17 @@ class NestBuilder {
     };
     if (op.reduce != ReduceKind::None) {
       for (size_t i = 0; i < s.leaves.size(); ++i)
-        if (s.leaf(static_cast<int>(i)).kind == IterKind::Reduce &&
-            s.leaf(static_cast<int>(i)).annotation == Annotation::ThreadX)
-          return cross_thread_reduction(info, op, body, index, values, static_cast<int>(i), combine);
-      Expr acc = make_tensor_read(name, index, body->type);
-      update = guard(all_preds, make_provide(name, index, combine(acc)));
-      init = guard(stage_predicates(info, op.shape, values, true),
-                   make_provide(name, index, make_float(reduce_init(op.reduce))));
-      for (size_t i = 0; i < s.leaves.size(); ++i)
         if (s.leaf(static_cast<int>(i)).kind == IterKind::Reduce) {
           first_reduce = static_cast<int>(i);
           break;
         }
+      for (size_t i = first_reduce; i < s.leaves.size(); ++i)
+        if (s.leaf(static_cast<int>(i)).kind == IterKind::Reduce && s.leaf(static_cast<int>(i)).annotation == Annotation::ThreadX)
+          return cross_thread_reduction(info, op, body, index, values, first_reduce, static_cast<int>(i), combine);
+      Expr acc = make_tensor_read(name, index, body->type);
+      update = guard(all_preds, make_provide(name, index, combine(acc)));
+      init = guard(stage_predicates(info, op.shape, values, true),
+                   make_provide(name, index, make_float(reduce_init(op.reduce))));
     } else {
       update = guard(all_preds, make_provide(name, index, body));
     }
@@ -173,11 +172,9 @@ class NestBuilder {
   // the result is stored once per output element. The combine is a collective every thread of the
   // block reaches, so only the stores sit under the stage's predicates.
   Stmt cross_thread_reduction(const StageInfo& info, const Operation& op, const Expr& body,
-                              const std::vector<Expr>& index, const std::vector<Expr>& values, int thread_leaf,
-                              const std::function<Expr(const Expr&)>& combine) {
+                              const std::vector<Expr>& index, const std::vector<Expr>& values, int first_reduce,
+                              int thread_leaf, const std::function<Expr(const Expr&)>& combine) {
     const Stage& s = info.stage;
-    int first_reduce = 0;
-    while (s.leaf(first_reduce).kind != IterKind::Reduce) ++first_reduce;
     for (int p = first_reduce; p < static_cast<int>(s.leaves.size()); ++p)
       if (s.leaf(p).kind == IterKind::Spatial)
         throw ScheduleError(-1, "annotate(" + s.name + ", " + s.leaf(thread_leaf).name + ", threadIdx.x)",

@@ -425,11 +425,7 @@ class CudaPrinter {
     if ((lanes != 2 && lanes != 4) || index->op != ExprOp::Ramp || !is_int_value(index->args[1], 1) ||
         buffer_dtype(buffer) != DType::Float32)
       return false;
-    LinearForm f = linearize(index->args[0]);
-    if (f.constant % lanes != 0) return false;
-    for (const auto& term : f.terms)
-      if (term.second % lanes != 0) return false;
-    return true;
+    return is_multiple_of(index->args[0], lanes);
   }
 
   // Wide loads are read once into a temporary before the statement; lanes then name its fields.

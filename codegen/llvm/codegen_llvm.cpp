@@ -95,15 +95,6 @@ bool is_write_only(const Stmt& body, const std::string& buffer) {
   return !read;
 }
 
-// Whether a ramp starting at `base` is a multiple of `lanes` elements for every value of the loop
-// variables (all coefficients and the constant are multiples of it).
-bool aligned_to(const Expr& base, int64_t lanes) {
-  LinearForm f = linearize(base);
-  if (f.constant % lanes) return false;
-  for (const auto& [atom, coeff] : f.terms)
-    if (coeff % lanes) return false;
-  return true;
-}
 
 }  // namespace
 
@@ -238,7 +229,7 @@ void CodeGenLLVM::emit_store(const Stmt& s) {
     b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index)), align);
   } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
     int64_t bytes = lanes * static_cast<int64_t>(element_bytes(buffer.dtype));
-    if (buffer.streaming && bytes == kBufferAlignment && aligned_to(index->args[0], lanes)) {
+    if (buffer.streaming && bytes == kBufferAlignment && is_multiple_of(index->args[0], lanes)) {
       llvm::StoreInst* store =
           b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index->args[0])), llvm::Align(bytes));
       llvm::Metadata* one = llvm::ConstantAsMetadata::get(b_.getInt32(1));
@@ -313,7 +304,7 @@ void CodeGenLLVM::emit_prefetch(const Stmt& s) {
   if (!elements || *elements <= 0 || buffer.elements <= 0)
     throw CompileError("llvm codegen: prefetch of '" + s->buffer + "' needs a constant positive extent");
   const int64_t per_line = kCacheLineBytes / element_bytes(buffer.dtype);
-  const int64_t lines = aligned_to(index, per_line) ? (*elements + per_line - 1) / per_line
+  const int64_t lines = is_multiple_of(index, per_line) ? (*elements + per_line - 1) / per_line
                                                     : (*elements + per_line - 2) / per_line + 1;
   llvm::Value* start = emit_expr(index);
   llvm::Value* zero = b_.getInt64(0);

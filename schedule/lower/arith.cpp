@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "schedule/te/error.h"
 
@@ -108,6 +109,26 @@ LinearForm linearize(const Expr& e) {
   }
   f.add(e, 1);
   return f;
+}
+
+bool is_multiple_of(const Expr& e, int64_t n) {
+  if (n == 1) return true;
+  if (n <= 0) return false;
+  LinearForm f = linearize(e);
+  if (f.constant % n != 0) return false;
+  for (const auto& [atom, coeff] : f.terms) {
+    int64_t rest = n / std::gcd(coeff < 0 ? -coeff : coeff, n);  // what the atom itself must supply
+    if (rest == 1) continue;
+    bool ok = false;
+    if (atom->op == ExprOp::FloorMod) {
+      const int64_t* c = as_int(atom->args[1]);
+      ok = c && *c % rest == 0 && is_multiple_of(atom->args[0], rest);
+    } else if (atom->op == ExprOp::Mul) {
+      ok = is_multiple_of(atom->args[0], rest) || is_multiple_of(atom->args[1], rest);
+    }
+    if (!ok) return false;
+  }
+  return true;
 }
 
 Expr to_expr(const LinearForm& f) {

@@ -28,6 +28,12 @@ struct LinearForm {
 LinearForm linearize(const Expr& e);
 Expr to_expr(const LinearForm& f);
 
+// Whether the integer expression is a multiple of n for every value of its variables: each term of
+// its linear form has a coefficient that is one, or an atom that provably is (floormod(x, c) is a
+// multiple of g when both x and c are; a product when either factor is). Conservative: false means
+// "not proven".
+bool is_multiple_of(const Expr& e, int64_t n);
+
 // Inclusive integer bounds; nullopt = unbounded on that side.
 struct Interval {
   std::optional<int64_t> lo, hi;

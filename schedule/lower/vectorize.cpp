@@ -53,10 +53,7 @@ Expr fold_vector(const Expr& e) {
       // multiple of lanes: the quotient is uniform and the remainder stays a ramp.
       const int64_t* c = b->op == ExprOp::Broadcast ? as_int(b->args[0]) : nullptr;
       if (!c || *c <= 0 || *c % lanes != 0 || a->op != ExprOp::Ramp || !is_int_value(a->args[1], 1)) break;
-      LinearForm base = linearize(a->args[0]);
-      bool aligned = base.constant % lanes == 0;
-      for (const auto& [atom, coeff] : base.terms) aligned = aligned && coeff % lanes == 0;
-      if (!aligned) break;
+      if (!is_multiple_of(a->args[0], lanes)) break;
       if (e->op == ExprOp::FloorDiv) return make_broadcast(simplify_expr(a->args[0] / b->args[0]), lanes);
       return make_ramp(simplify_expr(a->args[0] % b->args[0]), make_int(1), lanes);
     }

@@ -167,3 +167,31 @@ TEST_CASE("a shared row buffer covers every row of its block, even rows of two i
   INFO(ir);
   CHECK(ir.find("allocate X.shared[float32 * 728], shared") != std::string::npos);
 }
+
+TEST_CASE("a cooperative fetch vectorized by 4 loads 16 bytes at a time where rows are aligned", "[cuda][nvrtc]") {
+  // The SGEMM blocking of experiments/schedules/cuda/hand (32 x 32 block tiles, 4 x 4 per thread,
+  // slabs of 8 along k staged in shared memory, 4 consecutive floats fetched per thread). The fetch
+  // index of a slab is floordiv / floormod of a fused index, which the vectorizer and the printer
+  // must see through: with K = 32 every A row starts at a multiple of 4 floats, with K = 13 none does.
+  const char* json = R"json({"version": 1, "steps": [{"kind": "cache_write", "stage": "C", "scope": "local"}, {"kind": "split", "stage": "C", "loop": "i", "factors": [8, 4]}, {"kind": "split", "stage": "C", "loop": "j", "factors": [8, 4]}, {"kind": "reorder", "stage": "C", "loops": ["i.0", "j.0", "i.1", "j.1", "i.2", "j.2"]}, {"kind": "annotate", "stage": "C", "loop": "i.0", "annotation": "blockIdx.y"}, {"kind": "annotate", "stage": "C", "loop": "j.0", "annotation": "blockIdx.x"}, {"kind": "annotate", "stage": "C", "loop": "i.1", "annotation": "threadIdx.y"}, {"kind": "annotate", "stage": "C", "loop": "j.1", "annotation": "threadIdx.x"}, {"kind": "annotate", "stage": "C", "loop": "i.2", "annotation": "unroll"}, {"kind": "annotate", "stage": "C", "loop": "j.2", "annotation": "unroll"}, {"kind": "compute_at", "stage": "C.local", "target": "C", "loop": "j.1"}, {"kind": "split", "stage": "C.local", "loop": "k", "factors": [8]}, {"kind": "reorder", "stage": "C.local", "loops": ["k.0", "k.1", "i", "j"]}, {"kind": "annotate", "stage": "C.local", "loop": "i", "annotation": "unroll"}, {"kind": "annotate", "stage": "C.local", "loop": "j", "annotation": "unroll"}, {"kind": "pragma", "stage": "C.local", "loop": "k.0", "pragma": "auto_unroll_max_step", "value": 512}, {"kind": "cache_read", "stage": "A", "scope": "shared", "readers": ["C.local"]}, {"kind": "compute_at", "stage": "A.shared", "target": "C.local", "loop": "k.0"}, {"kind": "fuse", "stage": "A.shared", "loops": ["ax0", "ax1"]}, {"kind": "split", "stage": "A.shared", "loop": "ax0@ax1", "factors": [8, 8, 4]}, {"kind": "annotate", "stage": "A.shared", "loop": "ax0@ax1.1", "annotation": "threadIdx.y"}, {"kind": "annotate", "stage": "A.shared", "loop": "ax0@ax1.2", "annotation": "threadIdx.x"}, {"kind": "annotate", "stage": "A.shared", "loop": "ax0@ax1.3", "annotation": "vectorize"}, {"kind": "cache_read", "stage": "B", "scope": "shared", "readers": ["C.local"]}, {"kind": "compute_at", "stage": "B.shared", "target": "C.local", "loop": "k.0"}, {"kind": "fuse", "stage": "B.shared", "loops": ["ax0", "ax1"]}, {"kind": "split", "stage": "B.shared", "loop": "ax0@ax1", "factors": [8, 8, 4]}, {"kind": "annotate", "stage": "B.shared", "loop": "ax0@ax1.1", "annotation": "threadIdx.y"}, {"kind": "annotate", "stage": "B.shared", "loop": "ax0@ax1.2", "annotation": "threadIdx.x"}, {"kind": "annotate", "stage": "B.shared", "loop": "ax0@ax1.3", "annotation": "vectorize"}]})json";
+  Trace t = trace_from_json(json, "hand gemm");
+  if (!nvrtc_available()) {
+    WARN("skipped: NVRTC not available on this machine");
+    return;
+  }
+  SECTION("K = 32: float4 loads of A and B, float4 stores into shared memory") {
+    ComputeDAG dag = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "32"}});
+    CudaBuild b = build_cuda_kernel(dag, t, "sm_90");
+    INFO(b.program.source);
+    CHECK(b.program.source.find("*reinterpret_cast<const float4*>(&A[") != std::string::npos);
+    CHECK(b.program.source.find("*reinterpret_cast<const float4*>(&B[") != std::string::npos);
+    CHECK(b.program.source.find("*reinterpret_cast<float4*>(&A_shared[") != std::string::npos);
+  }
+  SECTION("K = 13: A's rows are not 16-byte aligned, so A is read element by element") {
+    ComputeDAG dag = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "13"}});
+    CudaBuild b = build_cuda_kernel(dag, t, "sm_90");
+    INFO(b.program.source);
+    CHECK(b.program.source.find("*reinterpret_cast<const float4*>(&A[") == std::string::npos);
+    CHECK(b.program.source.find("*reinterpret_cast<const float4*>(&B[") != std::string::npos);
+  }
+}

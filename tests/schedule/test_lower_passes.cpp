@@ -68,6 +68,17 @@ TEST_CASE("arith: linearize, bound_of, prove, simplify_expr", "[lower][arith]") 
   CHECK(linearize(make_int(7) * make_int(6)).constant == 42);
   CHECK(to_string(to_expr(linearize(j * make_int(2) + i - j))) == to_string(to_expr(linearize(j + i))));
 
+  // Divisibility, seen through floormod: the start of a vector fetch from a fused index.
+  CHECK(is_multiple_of(i * make_int(8) + make_int(4), 4));
+  CHECK_FALSE(is_multiple_of(i * make_int(8) + make_int(2), 4));
+  CHECK(is_multiple_of((i * make_int(64) + j * make_int(4)) % make_int(8), 4));
+  CHECK_FALSE(is_multiple_of((i * make_int(64) + j * make_int(4)) % make_int(6), 4));
+  CHECK_FALSE(is_multiple_of((i * make_int(64) + j) % make_int(8), 4));
+  CHECK(is_multiple_of((i / make_int(8)) * make_int(4096) + (j * make_int(4)) % make_int(8), 4));
+  CHECK(is_multiple_of(((i * make_int(2)) % make_int(8)) * make_int(2), 4));
+  CHECK(is_multiple_of(i * (j * make_int(4)), 4));
+  CHECK_FALSE(is_multiple_of(i * j, 4));
+
   VarRanges r{{"i", {0, 3}}, {"j", {0, 3}}};
   Interval b = bound_of(i * make_int(4) + j, r);
   REQUIRE(b.lo);

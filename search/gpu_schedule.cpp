@@ -27,6 +27,8 @@ struct Knobs {
   bool stage_rows = false;                   // rows: each input row staged in shared memory once
   int64_t rows_per_block = 0;                // rows: threadIdx.y extent; 0: chosen from the row length
   bool warp_combine = true;                  // rows: partials combined by shuffles, else through shared memory
+  int64_t short_per_thread = 4;              // short reductions: adjacent outputs per thread
+  int64_t short_rows = 4;                    // short reductions: next-axis values per block (threadIdx.y)
 };
 
 // Reductions this short (depthwise convolution's 3x3 window) run serially inside one thread each.
@@ -111,10 +113,13 @@ class GpuScheduler {
 
   bool short_reductions_only() const { return gpu_short_reductions_only(dag_); }
 
-  // Every output element by one thread, its (short) reduction a serial loop inside accumulating
-  // in a register (cache_write local). The innermost axis is split over the threads, the rest
-  // (with that axis' outer part) fused into blocks: a thread's index needs no division, only the
-  // block's. Producers (padding) inlined.
+  // Each thread computes `short_per_thread` adjacent outputs along the innermost axis, their (short)
+  // reductions serial loops accumulating in registers (cache_write local): neighbouring windows
+  // share inputs, which the unrolled body loads once. Threads along x are just enough for the axis
+  // (no guarded tail when the per-thread count divides it), at most elem_threads; a block also
+  // takes `short_rows` consecutive values of the next axis on threadIdx.y. The other axes (with
+  // the outer parts) are fused into blocks: a thread's index needs no division, only the block's.
+  // Producers (padding) inlined.
   void schedule_short_reduction(const Operation& out) {
     for (const Operation& op : dag_.ops())
       if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
@@ -123,18 +128,34 @@ class GpuScheduler {
     std::vector<std::string> loops = leaves(out.name);
     std::vector<std::string> spatial(loops.begin(), loops.begin() + static_cast<long>(out.axes.size()));
     const std::string inner = spatial.back();
-    int64_t threads = std::min(k_.elem_threads, (extent(out.name, inner) + 31) / 32 * 32);
+    int64_t n = extent(out.name, inner);
+    int64_t per = std::max<int64_t>(1, std::min(k_.short_per_thread, n));
+    int64_t threads = std::min(k_.elem_threads, (n + per - 1) / per);
+    std::vector<int64_t> lengths{threads};
+    if (per > 1) lengths.push_back(per);
     std::string thread = inner, block;
-    if (apply(split_step(out.name, inner, {threads}))) {
+    if (apply(split_step(out.name, inner, lengths))) {
       spatial.back() = inner + ".0";
       thread = inner + ".1";
+      std::string row_thread;
       if (spatial.size() > 1) {
+        const std::string row = spatial[spatial.size() - 2];
+        int64_t rows = std::min(k_.short_rows, extent(out.name, row));
+        while (rows > 1 && rows * threads > 1024) rows /= 2;
+        if (rows > 1 && apply(split_step(out.name, row, {rows}))) {
+          spatial[spatial.size() - 2] = row + ".0";
+          row_thread = row + ".1";
+        }
         std::vector<std::string> order = spatial;
+        if (!row_thread.empty()) order.push_back(row_thread);
         order.push_back(thread);
+        if (per > 1) order.push_back(inner + ".2");
         apply(reorder_step(out.name, order));
       }
       block = spatial[0];
       if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) block = leaves(out.name)[0];
+      if (!row_thread.empty()) apply(annotate_step(out.name, row_thread, Annotation::ThreadY));
+      if (per > 1) apply(annotate_step(out.name, inner + ".2", Annotation::Unroll));
     } else {
       spatial.pop_back();
       block = spatial.empty() ? "" : spatial[0];
@@ -142,7 +163,10 @@ class GpuScheduler {
     }
     if (!block.empty()) apply(annotate_step(out.name, block, Annotation::BlockX));
     apply(annotate_step(out.name, thread, Annotation::ThreadX));
-    if (compute != out.name) apply(compute_at_step(compute, out.name, thread));
+    if (compute != out.name) {
+      apply(compute_at_step(compute, out.name, thread));
+      if (per > 1) apply(annotate_step(compute, out.axes.back().name, Annotation::Unroll));
+    }
     for (const Axis& r : out.reduce_axes) apply(annotate_step(compute, r.name, Annotation::Unroll));
   }
 
@@ -374,6 +398,8 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.rows_per_block = pick({0, 1, 2, 4, 8});
   k.warp_combine = pick({0, 1, 1}) != 0;
   k.elem_per_thread = pick({1, 1, 2, 4});
+  k.short_per_thread = pick({1, 2, 4, 8});
+  k.short_rows = pick({1, 2, 4, 8});
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -396,7 +422,11 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
     k.elem_per_thread = d.choose("elementwise.per_thread", {1, 2, 4, 8}, DecisionKind::Unroll);
   }
   bool short_reduction = rows && gpu_short_reductions_only(dag);
-  if (short_reduction) k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+  if (short_reduction) {
+    k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+    k.short_per_thread = d.choose("short.outputs_per_thread", {1, 2, 4, 8}, DecisionKind::Unroll);
+    k.short_rows = d.choose("short.rows_per_block", {1, 2, 4, 8}, DecisionKind::ThreadBinding);
+  }
   if (rows && !short_reduction) {
     k.row_threads = d.choose("rows.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
     k.stage_rows = d.choose("rows.stage_in_shared", {0, 1}, DecisionKind::ComputeLocation) != 0;

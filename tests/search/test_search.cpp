@@ -12,6 +12,7 @@
 #include "schedule/interpreter/reference_interpreter.h"
 #include "schedule/lower/lower.h"
 #include "schedule/ops/op_library.h"
+#include "search/gpu_schedule.h"
 #include "search/search_policy.h"
 #include "search/task_scheduler.h"
 
@@ -295,6 +296,31 @@ TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one t
   bool rfactor = false;
   for (const Step& s : r.trace.steps) rfactor = rfactor || s.kind == StepKind::RFactor;
   CHECK_FALSE(rfactor);
-  REQUIRE(r.trace.decisions.size() == 1);
+  REQUIRE(r.trace.decisions.size() == 3);
   CHECK(r.trace.decisions[0].name == "elementwise.threads");
+  CHECK(r.trace.decisions[1].name == "short.outputs_per_thread");
+  CHECK(r.trace.decisions[2].name == "short.rows_per_block");
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  CHECK_NOTHROW(lower(replay(dag, r.trace), "depthwise", options));
+}
+
+TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a block, no guarded tail", "[search][gpu]") {
+  // 112 columns = 28 threads x 4 outputs exactly; rows of the block on threadIdx.y.
+  ComputeDAG dag = build_op("conv2d", {{"N", "2"}, {"C", "8"}, {"H", "12"}, {"W", "112"}, {"F", "8"}, {"KH", "3"},
+                                       {"KW", "3"}, {"pad", "1"}, {"groups", "8"}});
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  bool split_4 = false, thread_y = false;
+  for (const Step& s : t.steps) {
+    split_4 = split_4 || (s.kind == StepKind::Split && s.loop == "ow" && s.factors == std::vector<int64_t>{28, 4});
+    thread_y = thread_y || (s.kind == StepKind::Annotate && s.annotation == Annotation::ThreadY && s.loop == "oh.1");
+  }
+  CHECK(split_4);
+  CHECK(thread_y);
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  std::string ir = to_string(lower(replay(dag, t), "depthwise", options));
+  INFO(ir);
+  CHECK(ir.find("if (") == std::string::npos);
 }

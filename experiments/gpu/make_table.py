@@ -30,17 +30,28 @@ def us(r):
 def fmt(x):
     return f"{x:.2f}" if x else "-"
 
-print("| case | tessel default us | tessel hand us | correct | default, L2 flushed us | torch eager us | torch compile us | max-autotune us | best tessel / max-autotune |")
-print("|---|---:|---:|:---:|---:|---:|---:|---:|---:|")
+print("| case | tessel default us | tessel hand us | tessel tuned us | correct | default, L2 flushed us | torch eager us "
+      "| torch compile us | max-autotune us | hand / max-autotune | hand / eager | tuned / max-autotune |")
+print("|---|---:|---:|---:|:---:|---:|---:|---:|---:|---:|---:|---:|")
 for name in names:
     if name not in runs:
         continue
     r = runs[name]
-    d, h, f = us(r.get("default")), us(r.get("hand")), us(r.get("default-flush"))
+    d, h, t, f = (us(r.get(k)) for k in ("default", "hand", "tuned", "default-flush"))
     correct = [x.get("correct") for x in (r.get("default"), r.get("hand")) if x and "correct" in x]
     ok = "-" if all(c is None for c in correct) else ("yes" if all(c in (True, None) for c in correct) else "NO")
     b = base.get(name, {})
+    eager = b["eager_graph_ms"] * 1e3 if b.get("eager_graph_ms") else None
     ma = graph_us(b, "max-autotune-no-cudagraphs")
-    best = min([x for x in (d, h) if x], default=None)
-    print(f"| {name} | {fmt(d)} | {fmt(h)} | {ok} | {fmt(f)} | {fmt(b['eager_graph_ms'] * 1e3 if b.get('eager_graph_ms') else None)} "
-          f"| {fmt(graph_us(b, 'default'))} | {fmt(ma)} | {f'{ma / best:.2f}' if (ma and best) else '-'} |")
+    ratio = lambda ref, x: f"{ref / x:.2f}" if (ref and x) else "-"
+    print(f"| {name} | {fmt(d)} | {fmt(h)} | {fmt(t)} | {ok} | {fmt(f)} | {fmt(eager)} | {fmt(graph_us(b, 'default'))} "
+          f"| {fmt(ma)} | {ratio(ma, h)} | {ratio(eager, h)} | {ratio(ma, t)} |")
+
+variants = [(name, label, us(rec)) for name in names for label, rec in runs.get(name, {}).items()
+            if label.startswith("hand:")]
+if variants:
+    print()
+    print("| case | hand-written alternative | us | chosen hand schedule us |")
+    print("|---|---|---:|---:|")
+    for name, label, t in variants:
+        print(f"| {name} | {label[5:]} | {fmt(t)} | {fmt(us(runs[name].get('hand')))} |")

@@ -18,9 +18,10 @@ timeout 120 $B/bin/test_cuda > "$OUT/test_cuda.txt" 2>&1; echo "test_cuda rc=$?"
 B=$B bash experiments/gpu/check_random.sh "$OUT" 50 > "$OUT/check_cuda.txt"
 fi
 
-# 3. The suite cases of the group: the default GPU schedule, and the hand-picked one under
-#    schedules/cuda/ where there is one; timed without L2 flush (as torch's CUDA-graph replay is)
-#    and, for the default, with it. Checked where the reference interpreter is cheap.
+# 3. The suite cases of the group: the default GPU schedule, the hand-written one under
+#    schedules/cuda/hand/ and the tuner's best under schedules/cuda/; timed without L2 flush (as
+#    torch's CUDA-graph replay is) and, for the default, with it. The default and the hand-written
+#    schedule are checked against the reference interpreter where it is cheap.
 : > "$OUT/tessel_cuda.jsonl"
 cases=$(python3 -c "
 import json
@@ -28,6 +29,7 @@ g='$group'
 for c in json.load(open('$B/suite.json'))['cases']:
     compute = c['flops'] > 0
     if g == 'all' or (g == 'compute') == compute: print(c['name'])")
+[ -n "${VARIANTS:-}" ] && python3 experiments/schedules/cuda/hand/hand.py --variants "$VARIANTS"
 for c in $cases; do
   check=--check
   case $c in gemm_4096|dense_bias_gelu_1024x768x3072|conv2d_bias_relu_b16_256x14x14_k3) check= ;; esac
@@ -39,8 +41,14 @@ for c in $cases; do
     echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['case']='$c'; r['schedule']='$label'; print(json.dumps(r))" >> "$OUT/tessel_cuda.jsonl"
   }
   run default --no-flush-l2 $check
-  run default-flush
-  [ -f $B/schedules/cuda/$c.json ] && run hand --no-flush-l2 --schedule $B/schedules/cuda/$c.json $check
+  [ "${SKIP_FLUSH:-0}" = 1 ] || run default-flush
+  [ -f $B/schedules/cuda/hand/$c.json ] && run hand --no-flush-l2 --schedule $B/schedules/cuda/hand/$c.json $check
+  [ -f $B/schedules/cuda/$c.json ] && run tuned --no-flush-l2 --schedule $B/schedules/cuda/$c.json
+  # VARIANTS=DIR: also the alternatives of `hand.py --variants DIR`, labelled hand:<name>.
+  for v in ${VARIANTS:+$VARIANTS/$c.*.json}; do
+    [ -f "$v" ] || continue
+    label=${v##*/$c.}; run "hand:${label%.json}" --no-flush-l2 --schedule "$v"
+  done
 done
 
 # 4. torch baselines, same GPU, same call.

@@ -27,6 +27,7 @@ struct Knobs {
   bool stage_rows = false;                   // rows: each input row staged in shared memory once
   int64_t rows_per_block = 0;                // rows: threadIdx.y extent; 0: chosen from the row length
   bool warp_combine = true;                  // rows: partials combined by shuffles, else through shared memory
+  int64_t fetch_vector = 4;                  // contraction: consecutive elements per thread in the shared fetch
   int64_t short_per_thread = 4;              // short reductions: adjacent outputs per thread
   int64_t short_rows = 4;                    // short reductions: next-axis values per block (threadIdx.y)
 };
@@ -366,9 +367,18 @@ class GpuScheduler {
       std::vector<std::string> loops = leaves(shared);
       std::string f = loops[0];
       if (loops.size() > 1 && apply(fuse_step(shared, loops))) f = leaves(shared)[0];
-      if (has_u && apply(split_step(shared, f, {ty, tx}))) {
-        apply(annotate_step(shared, f + ".1", Annotation::ThreadY));
-        apply(annotate_step(shared, f + ".2", Annotation::ThreadX));
+      // Each thread copies fetch_vector consecutive elements (one 16-byte access for 4 where the
+      // tile's rows are aligned; element by element otherwise, still correct).
+      int64_t vec = k_.fetch_vector > 1 && extent(shared, f) % k_.fetch_vector == 0 ? k_.fetch_vector : 1;
+      std::vector<int64_t> lengths;
+      if (has_u) lengths.push_back(ty);
+      lengths.push_back(tx);
+      if (vec > 1) lengths.push_back(vec);
+      if (apply(split_step(shared, f, lengths))) {
+        int level = 1;
+        if (has_u) apply(annotate_step(shared, f + "." + std::to_string(level++), Annotation::ThreadY));
+        apply(annotate_step(shared, f + "." + std::to_string(level++), Annotation::ThreadX));
+        if (vec > 1) apply(annotate_step(shared, f + "." + std::to_string(level), Annotation::Vectorize));
       } else if (apply(split_step(shared, f, {tx}))) {
         apply(annotate_step(shared, f + ".1", Annotation::ThreadX));
       }
@@ -399,6 +409,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.warp_combine = pick({0, 1, 1}) != 0;
   k.elem_per_thread = pick({1, 1, 2, 4});
   k.short_per_thread = pick({1, 2, 4, 8});
+  k.fetch_vector = pick({1, 2, 4});
   k.short_rows = pick({1, 2, 4, 8});
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
@@ -442,6 +453,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
     k.stage_a = d.choose("stage.a", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.stage_b = d.choose("stage.b", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.unroll_max_step = d.choose("auto_unroll", {0, 16, 64, 512}, DecisionKind::Unroll);
+    k.fetch_vector = d.choose("fetch.vector", {1, 4}, DecisionKind::Vector);
   }
   // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows
   // until they fit (as sample_knobs does), so that few samples are wasted.

@@ -48,6 +48,25 @@ Expr fold_vector(const Expr& e) {
         return make_broadcast(simplify_expr(a->args[0] * b->args[0]), lanes);
       break;
     }
+    case ExprOp::LT: case ExprOp::GE: {
+      // A unit ramp starting at a multiple of `lanes` stays on one side of a multiple of `lanes`:
+      // r + l < c for every lane l exactly when r < c. The comparison is uniform across lanes.
+      if (a->op == ExprOp::Ramp && is_int_value(a->args[1], 1) && b->op == ExprOp::Broadcast &&
+          is_multiple_of(a->args[0], lanes) && is_multiple_of(b->args[0], lanes)) {
+        Expr start = a->args[0], bound = b->args[0];
+        return make_broadcast(simplify_expr(e->op == ExprOp::LT ? start < bound : start >= bound), lanes);
+      }
+      if (a->op == ExprOp::Broadcast && b->op == ExprOp::Broadcast)
+        return make_broadcast(simplify_expr(e->op == ExprOp::LT ? a->args[0] < b->args[0] : a->args[0] >= b->args[0]),
+                              lanes);
+      break;
+    }
+    case ExprOp::And: case ExprOp::Or: {
+      if (a->op == ExprOp::Broadcast && b->op == ExprOp::Broadcast)
+        return make_broadcast(simplify_expr(e->op == ExprOp::And ? logical_and(a->args[0], b->args[0]) : logical_or(a->args[0], b->args[0])),
+                              lanes);
+      break;
+    }
     case ExprOp::FloorDiv: case ExprOp::FloorMod: {
       // A unit ramp that starts at a multiple of `lanes` never crosses a multiple of c when c is a
       // multiple of lanes: the quotient is uniform and the remainder stays a ramp.
@@ -62,16 +81,20 @@ Expr fold_vector(const Expr& e) {
   return nullptr;
 }
 
-Stmt vectorize_body(const Stmt& body, const std::string& var, const Expr& min, int lanes) {
+// `e` with `var` replaced by the ramp of the vectorized loop, folded into ramps and broadcasts.
+Expr to_vector(const Expr& e, const std::string& var, const Expr& min, int lanes) {
   Expr ramp = make_ramp(min, make_int(1), lanes);
-  auto to_vector = [&](const Expr& e) -> Expr {
-    if (e->op == ExprOp::Var && e->name == var) return ramp;
-    return fold_vector(e);
-  };
+  return rewrite(e, [&](const Expr& x) -> Expr {
+    if (x->op == ExprOp::Var && x->name == var) return ramp;
+    return fold_vector(x);
+  });
+}
+
+Stmt vectorize_body(const Stmt& body, const std::string& var, const Expr& min, int lanes) {
   return rewrite(body, nullptr, [&](const Stmt& s) -> Stmt {
     if (s->op != StmtOp::Store) return nullptr;
-    Expr index = rewrite(s->indices[0], to_vector);
-    Expr value = rewrite(s->value, to_vector);
+    Expr index = to_vector(s->indices[0], var, min, lanes);
+    Expr value = to_vector(s->value, var, min, lanes);
     if (index->type.lanes == 1) index = make_ramp(index, make_int(0), lanes);  // cannot happen for spatial loops
     if (value->type.lanes == 1) value = make_broadcast(value, lanes);
     return make_store(s->buffer, index, value);
@@ -84,9 +107,18 @@ Stmt vectorize_loops(const Stmt& s) {
   return rewrite(s, nullptr, [](const Stmt& n) -> Stmt {
     if (n->op != StmtOp::For || n->for_kind != ForKind::Vectorized) return nullptr;
     const int64_t* lanes = as_int(n->extent);
-    if (!lanes || *lanes < 2 || !is_straight_line(n->body[0]))
-      return make_for(n->var, n->min, n->extent, ForKind::Serial, n->body[0]);
-    return vectorize_body(n->body[0], n->var, n->min, static_cast<int>(*lanes));
+    if (!lanes || *lanes < 2) return make_for(n->var, n->min, n->extent, ForKind::Serial, n->body[0]);
+    int l = static_cast<int>(*lanes);
+    const Stmt& body = n->body[0];
+    if (is_straight_line(body)) return vectorize_body(body, n->var, n->min, l);
+    // A guard that holds for all lanes or for none (a tail predicate at a multiple of the lane
+    // count, as a cooperative fetch of a tile smaller than its threads has) moves outside the loop.
+    if (body->op == StmtOp::IfThenElse && body->body.size() == 1 && is_straight_line(body->body[0])) {
+      Expr cond = to_vector(body->cond, n->var, n->min, l);
+      if (cond->op == ExprOp::Broadcast)
+        return make_if(cond->args[0], vectorize_body(body->body[0], n->var, n->min, l));
+    }
+    return make_for(n->var, n->min, n->extent, ForKind::Serial, body);
   });
 }
 

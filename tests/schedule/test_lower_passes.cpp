@@ -310,6 +310,30 @@ TEST_CASE("vectorize pass: straight-line bodies become ramps, guarded bodies sta
   CHECK(stores(fallback)[0]->value->type.lanes == 1);
 }
 
+TEST_CASE("vectorize pass: a guard true for all lanes or none moves outside the vector", "[lower][vectorize]") {
+  // A cooperative fetch of a 24-element tile by threads of 4 lanes each: the guard o*4 + i < 24
+  // holds for all four lanes or for none, since both o*4 and 24 are multiples of 4.
+  auto fetch = [](int64_t bound) {
+    Expr idx = v("o") * make_int(4) + v("i");
+    return loop("o", 8, loop("i", 4, make_if(idx < make_int(bound), make_store("B", idx, fload("A", idx))),
+                             ForKind::Vectorized));
+  };
+  Stmt out = vectorize_loops(fetch(24));
+  INFO(to_string(out));
+  CHECK(loops_named(out, "i").empty());
+  std::vector<Stmt> st = stores(out);
+  REQUIRE(st.size() == 1);
+  CHECK(st[0]->indices[0]->op == ExprOp::Ramp);
+  CHECK(st[0]->value->type.lanes == 4);
+  CHECK(to_string(out).find("((o * 4) < 24)") != std::string::npos);
+  // With 22 the last thread's lanes straddle the bound: the loop stays scalar.
+  Stmt straddle = vectorize_loops(fetch(22));
+  INFO(to_string(straddle));
+  REQUIRE(loops_named(straddle, "i").size() == 1);
+  CHECK(loops_named(straddle, "i")[0]->for_kind == ForKind::Serial);
+  CHECK(stores(straddle)[0]->value->type.lanes == 1);
+}
+
 TEST_CASE("vectorize through lower(): lanes == factor, last tile scalar", "[lower][vectorize]") {
   ComputeDAG dag = chain_dag(13, 61);
   Trace t{{compute_inline_step("P"), split_step("C", "y", {8}), annotate_step("C", "y.1", Annotation::Vectorize)}};

@@ -89,11 +89,26 @@ std::vector<double> normalized_throughput(const std::vector<TrainingSample>& sam
   return labels;
 }
 
+// The group of every sample as an index (order of first appearance).
+std::vector<int> group_ids(const std::vector<TrainingSample>& samples) {
+  std::map<std::string, int> ids;
+  std::vector<int> out;
+  out.reserve(samples.size());
+  for (const TrainingSample& s : samples) out.push_back(ids.emplace(s.group, static_cast<int>(ids.size())).first->second);
+  return out;
+}
+
+const char* objective_name(XGBoostModelOptions::Objective o) {
+  return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
+}
+
 nlohmann::json options_to_json(const XGBoostModelOptions& o) {
   return {{"max_depth", o.max_depth},           {"eta", o.eta},
           {"rounds_per_update", o.rounds_per_update}, {"retrain_rounds", o.retrain_rounds},
           {"max_trees", o.max_trees},           {"nthread", o.nthread},
-          {"seed", o.seed}};
+          {"seed", o.seed},                     {"objective", objective_name(o.objective)},
+          {"lambda", o.lambda},                 {"min_child_weight", o.min_child_weight},
+          {"subsample", o.subsample},           {"colsample", o.colsample}};
 }
 
 XGBoostModelOptions options_from_json(const nlohmann::json& j) {
@@ -105,12 +120,22 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.max_trees = j.at("max_trees").get<int>();
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
+  // Absent from models saved before these options existed: the defaults of then.
+  const std::string objective = j.value("objective", std::string("packsum"));
+  if (objective == "rank") o.objective = XGBoostModelOptions::Objective::Rank;
+  else if (objective == "packsum") o.objective = XGBoostModelOptions::Objective::PackSum;
+  else o.max_depth = 0;  // unknown: options_valid refuses it
+  o.lambda = j.value("lambda", 1.0);
+  o.min_child_weight = j.value("min_child_weight", 0.0);
+  o.subsample = j.value("subsample", 1.0);
+  o.colsample = j.value("colsample", 1.0);
   return o;
 }
 
 bool options_valid(const XGBoostModelOptions& o) {
   return o.max_depth > 0 && o.eta > 0 && o.rounds_per_update > 0 && o.retrain_rounds > 0 &&
-         o.max_trees >= o.retrain_rounds && o.nthread >= 0;
+         o.max_trees >= o.retrain_rounds && o.nthread >= 0 && o.lambda >= 0 && o.min_child_weight >= 0 &&
+         o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1;
 }
 
 }  // namespace
@@ -139,7 +164,10 @@ struct XGBoostModel::Impl {
     set("tree_method", "hist");
     set("max_depth", std::to_string(o.max_depth));
     set("eta", std::to_string(o.eta));
-    set("min_child_weight", "0");  // rows carry the program's small weight; let trees split them
+    set("min_child_weight", std::to_string(o.min_child_weight));  // rows carry small weights: 0 lets trees split them
+    set("lambda", std::to_string(o.lambda));
+    set("subsample", std::to_string(o.subsample));
+    set("colsample_bytree", std::to_string(o.colsample));
     set("base_score", "0");        // a program's score is a sum of rows: start every row at 0
     set("disable_default_eval_metric", "1");
     set("seed", std::to_string(o.seed % 2147483647ULL));
@@ -165,24 +193,73 @@ struct XGBoostModel::Impl {
     return std::vector<float>(result, result + rows);
   }
 
-  // `rounds` trees fitted to the pack-sum objective on all samples.
-  void boost(const Matrix& m, const Packed& packed, const std::vector<double>& labels, int rounds) {
+  // `rounds` trees fitted to the objective on all samples.
+  void boost(const Matrix& m, const Packed& packed, const std::vector<double>& labels, const std::vector<int>& groups,
+             XGBoostModelOptions::Objective objective, int rounds) {
     const size_t rows = packed.first_row.back();
     std::vector<float> grad(rows), hess(rows);
     for (int r = 0; r < rounds; ++r) {
       std::vector<float> preds = predict_rows(m, rows);
-      for (size_t p = 0; p + 1 < packed.first_row.size(); ++p) {
-        size_t begin = packed.first_row[p], end = packed.first_row[p + 1];
-        double sum = 0;
-        for (size_t i = begin; i < end; ++i) sum += preds[i];
-        double weight = std::max(labels[p], kMinWeight);
-        double rows = static_cast<double>(end - begin);
-        for (size_t i = begin; i < end; ++i) {
-          grad[i] = static_cast<float>(weight * (sum - labels[p]));
-          hess[i] = static_cast<float>(weight * rows);
-        }
+      if (objective == XGBoostModelOptions::Objective::Rank) {
+        rank_gradients(preds, packed, labels, groups, grad, hess);
+      } else {
+        packsum_gradients(preds, packed, labels, grad, hess);
       }
       check(XGBoosterBoostOneIter(booster, m.get(), grad.data(), hess.data(), rows), "XGBoosterBoostOneIter");
+    }
+  }
+
+  static void packsum_gradients(const std::vector<float>& preds, const Packed& packed, const std::vector<double>& labels,
+                                std::vector<float>& grad, std::vector<float>& hess) {
+    for (size_t p = 0; p + 1 < packed.first_row.size(); ++p) {
+      size_t begin = packed.first_row[p], end = packed.first_row[p + 1];
+      double sum = 0;
+      for (size_t i = begin; i < end; ++i) sum += preds[i];
+      double weight = std::max(labels[p], kMinWeight);
+      double rows = static_cast<double>(end - begin);
+      for (size_t i = begin; i < end; ++i) {
+        grad[i] = static_cast<float>(weight * (sum - labels[p]));
+        hess[i] = static_cast<float>(weight * rows);
+      }
+    }
+  }
+
+  // Pairwise logistic loss log(1 + exp(-(s_i - s_j))) over the pairs of one group with label i >
+  // label j, scaled by 1/(n - 1) for a group of n programs so that every program carries about the
+  // same weight whatever its group's size. A row gets its program's gradient and the program's
+  // hessian times its row count (the exact Newton step for a leaf holding all of a program's rows,
+  // as in the pack-sum objective).
+  static void rank_gradients(const std::vector<float>& preds, const Packed& packed, const std::vector<double>& labels,
+                             const std::vector<int>& groups, std::vector<float>& grad, std::vector<float>& hess) {
+    const size_t n = labels.size();
+    std::vector<double> score(n, 0.0), g(n, 0.0), h(n, 0.0);
+    for (size_t p = 0; p < n; ++p)
+      for (size_t i = packed.first_row[p]; i < packed.first_row[p + 1]; ++i) score[p] += preds[i];
+    std::map<int, std::vector<size_t>> members;
+    for (size_t p = 0; p < n; ++p) members[groups[p]].push_back(p);
+    for (const auto& [group, idx] : members) {
+      if (idx.size() < 2) continue;
+      const double scale = 1.0 / static_cast<double>(idx.size() - 1);
+      for (size_t a = 0; a < idx.size(); ++a)
+        for (size_t b = a + 1; b < idx.size(); ++b) {
+          size_t hi = idx[a], lo = idx[b];
+          if (labels[hi] == labels[lo]) continue;
+          if (labels[hi] < labels[lo]) std::swap(hi, lo);
+          // d(loss)/d(s_hi) = -sigma(-(s_hi - s_lo)); the hessian is sigma (1 - sigma) for both.
+          const double sig = 1.0 / (1.0 + std::exp(score[hi] - score[lo]));
+          g[hi] -= scale * sig;
+          g[lo] += scale * sig;
+          const double curvature = scale * sig * (1.0 - sig);
+          h[hi] += curvature;
+          h[lo] += curvature;
+        }
+    }
+    for (size_t p = 0; p < n; ++p) {
+      const double rows = static_cast<double>(packed.first_row[p + 1] - packed.first_row[p]);
+      for (size_t i = packed.first_row[p]; i < packed.first_row[p + 1]; ++i) {
+        grad[i] = static_cast<float>(g[p]);
+        hess[i] = static_cast<float>(std::max(h[p], 1e-6) * rows);
+      }
     }
   }
 };
@@ -220,15 +297,16 @@ void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
   const size_t rows = packed.first_row.back();
   if (rows == 0) return;
   std::vector<double> labels = normalized_throughput(samples_);
+  std::vector<int> groups = group_ids(samples_);
   Matrix m(packed.values, rows);
 
   const int trees = impl_->trees();
   if (trees == 0 || trees + options_.rounds_per_update > options_.max_trees) {
     impl_->create(options_, m.get());
-    impl_->boost(m, packed, labels, options_.retrain_rounds);
+    impl_->boost(m, packed, labels, groups, options_.objective, options_.retrain_rounds);
     ++retrains_;
   } else {
-    impl_->boost(m, packed, labels, options_.rounds_per_update);
+    impl_->boost(m, packed, labels, groups, options_.objective, options_.rounds_per_update);
   }
 }
 

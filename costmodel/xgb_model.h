@@ -28,6 +28,17 @@ struct XGBoostModelOptions {
   int max_trees = 1000;        // past this many trees, update() retrains from scratch
   int nthread = 0;             // 0: every core
   uint64_t seed = 0;
+  // The loss on program scores (a program's score is the sum of its rows' predictions):
+  //   PackSum: squared error to the throughput normalized within the group (Ansor's pack-sum);
+  //   Rank: pairwise logistic loss over the pairs of programs of one group whose throughputs
+  //         differ (failures rank below every success), each group's pairs scaled by 1/(n - 1).
+  //         Only the order within a group is learned: no group's offset or scale to fit.
+  enum class Objective { PackSum, Rank };
+  Objective objective = Objective::PackSum;
+  double lambda = 1.0;            // L2 regularization of leaf values (XGBoost's reg_lambda)
+  double min_child_weight = 0.0;  // least hessian in a leaf
+  double subsample = 1.0;         // fraction of rows each tree sees
+  double colsample = 1.0;         // fraction of columns each tree sees
 };
 
 class XGBoostModel : public CostModel {

@@ -88,6 +88,25 @@ TEST_CASE("the model ranks held-out programs by a synthetic latency", "[costmode
   CHECK(m.pairwise_accuracy > 0.9);
 }
 
+TEST_CASE("the pairwise rank objective ranks held-out programs too and saves its options", "[costmodel][xgb]") {
+  XGBoostModelOptions o = test_options();
+  o.objective = XGBoostModelOptions::Objective::Rank;
+  o.lambda = 2;
+  o.colsample = 0.8;
+  XGBoostModel model(o);
+  model.update(samples(0, 180));
+  RankingMetrics m = held_out_metrics(model, 180, 240);
+  INFO("pairwise accuracy " << m.pairwise_accuracy << " over " << m.pairs << " pairs");
+  CHECK(m.pairwise_accuracy > 0.9);
+  const std::string path = temp_path("rank.json");
+  model.save(path);
+  std::unique_ptr<XGBoostModel> loaded = XGBoostModel::load(path);
+  std::filesystem::remove(path);
+  CHECK(loaded->options().objective == XGBoostModelOptions::Objective::Rank);
+  CHECK(loaded->options().lambda == 2);
+  CHECK(loaded->options().colsample == Approx(0.8));
+}
+
 TEST_CASE("updates add trees to the model instead of retraining it", "[costmodel][xgb]") {
   XGBoostModel model(test_options());
   model.update(samples(0, 60));

@@ -1,0 +1,259 @@
+// Leave-one-workload-out evaluation of the cost model in one process, for trying model options
+// quickly: the samples of a tuning log are extracted once (and cached in a file), then for every
+// workload a model is trained on the others and ranks that one's programs. Prints the pairwise
+// accuracy and top-5% recall per held-out workload and their means (the numbers `tessel model eval`
+// prints after `tessel model train --exclude-workload`, which experiments/tune/model_eval.sh runs).
+//
+//   transfer_eval --db LOG [--cache FILE] [--objective packsum|rank] [--rounds N] [--depth D]
+//                 [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C] [--drop COLS]
+//                 [--rel 1|2]
+//
+// --drop zeroes the listed columns (comma-separated feature names, or a prefix ending in '*') in
+// training and evaluation alike: an ablation without rebuilding the features.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "costmodel/ranking_metrics.h"
+#include "costmodel/xgb_model.h"
+#include "costmodel/feature_layout.h"
+#include "schedule/te/dag_parser.h"
+#include "search/log_samples.h"
+
+namespace {
+
+using namespace tessel;
+
+struct Scale {
+  double flops = 1, param_bytes = 1;
+};
+
+struct Data {
+  std::vector<TrainingSample> samples;
+  std::vector<std::string> keys;
+  std::map<std::string, Scale> scale;  // per workload key
+};
+
+std::map<std::string, Scale> scales_of(const TuningLog& log) {
+  std::map<std::string, Scale> out;
+  for (const MeasureRecord& r : log.best_per_workload_target()) {
+    ComputeDAG dag = parse_dag_text(r.workload.text);
+    Scale s;
+    s.flops = std::max(dag.flops(), 1.0);
+    s.param_bytes = 0;
+    for (const Operation& op : dag.ops())
+      if (op.is_placeholder || dag.consumers(op.name).empty()) s.param_bytes += 4.0 * static_cast<double>(op.num_elements());
+    out[r.workload.key] = s;
+  }
+  return out;
+}
+
+// log2 of x / scale for a column holding log2(1 + x); -40 for x = 0.
+float relative(float v, double scale) {
+  double x = std::exp2(static_cast<double>(v)) - 1.0;
+  return x <= 0 ? -40.0f : static_cast<float>(std::log2(x / scale));
+}
+
+// --rel 1: operation counts and the iteration count per flop of the workload; 2: also bytes and
+// cache lines per byte of the workload's inputs and outputs.
+void make_relative(Data& d, int level) {
+  using namespace feature;
+  for (size_t i = 0; i < d.samples.size(); ++i) {
+    Scale sc = d.scale.at(d.keys[i]);
+    ProgramFeatures& f = d.samples[i].features;
+    if (level == 3) {  // the program's own float operations instead of the workload's flops
+      double ops = 0;
+      for (int r = 0; r < f.rows; ++r)
+        for (int c = kFloatAddSub; c <= kFloatAct; ++c) ops += std::exp2(f.values[static_cast<size_t>(r) * kWidth + c]) - 1;
+      sc.flops = std::max(ops, 1.0);
+    }
+    for (int r = 0; r < f.rows; ++r) {
+      float* row = f.values.data() + static_cast<size_t>(r) * kWidth;
+      for (int c = kFloatAddSub; c <= kCast; ++c) row[c] = relative(row[c], sc.flops);
+      row[kOuterProd] = relative(row[kOuterProd], sc.flops);
+      if (level >= 2) {
+        for (int b = 0; b < kMaxBuffers; ++b) {
+          if (row[buffer_column(b, kBytes)] == 0) continue;  // unused block
+          for (BufferColumn c : {kBytes, kUniqueBytes}) row[buffer_column(b, c)] = relative(row[buffer_column(b, c)], sc.param_bytes);
+          for (BufferColumn c : {kLines, kUniqueLines}) row[buffer_column(b, c)] = relative(row[buffer_column(b, c)], sc.param_bytes / 64);
+        }
+      }
+    }
+  }
+}
+
+void write_string(std::ofstream& out, const std::string& s) {
+  uint64_t n = s.size();
+  out.write(reinterpret_cast<const char*>(&n), sizeof n);
+  out.write(s.data(), static_cast<std::streamsize>(n));
+}
+
+std::string read_string(std::ifstream& in) {
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), sizeof n);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  return s;
+}
+
+void save_cache(const std::string& path, const Data& d) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  int64_t header[4] = {kFeatureVersion, feature_width(), static_cast<int64_t>(d.samples.size()),
+                       static_cast<int64_t>(d.scale.size())};
+  out.write(reinterpret_cast<const char*>(header), sizeof header);
+  for (const auto& [key, sc] : d.scale) {
+    write_string(out, key);
+    out.write(reinterpret_cast<const char*>(&sc), sizeof sc);
+  }
+  for (size_t i = 0; i < d.samples.size(); ++i) {
+    const TrainingSample& s = d.samples[i];
+    write_string(out, s.group);
+    write_string(out, d.keys[i]);
+    out.write(reinterpret_cast<const char*>(&s.latency_s), sizeof s.latency_s);
+    int64_t rows = s.features.rows;
+    out.write(reinterpret_cast<const char*>(&rows), sizeof rows);
+    out.write(reinterpret_cast<const char*>(s.features.values.data()),
+              static_cast<std::streamsize>(s.features.values.size() * sizeof(float)));
+  }
+}
+
+bool load_cache(const std::string& path, Data& d) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  int64_t header[4];
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  if (!in || header[0] != kFeatureVersion || header[1] != feature_width()) return false;
+  for (int64_t i = 0; i < header[3]; ++i) {
+    std::string key = read_string(in);
+    Scale sc;
+    in.read(reinterpret_cast<char*>(&sc), sizeof sc);
+    d.scale[key] = sc;
+  }
+  for (int64_t i = 0; i < header[2]; ++i) {
+    TrainingSample s;
+    s.group = read_string(in);
+    d.keys.push_back(read_string(in));
+    in.read(reinterpret_cast<char*>(&s.latency_s), sizeof s.latency_s);
+    int64_t rows = 0;
+    in.read(reinterpret_cast<char*>(&rows), sizeof rows);
+    s.features.rows = static_cast<int>(rows);
+    s.features.values.resize(static_cast<size_t>(rows) * feature_width());
+    in.read(reinterpret_cast<char*>(s.features.values.data()),
+            static_cast<std::streamsize>(s.features.values.size() * sizeof(float)));
+    d.samples.push_back(std::move(s));
+  }
+  return static_cast<bool>(in);
+}
+
+std::vector<int> columns_named(const std::string& list) {
+  std::vector<int> cols;
+  std::stringstream ss(list);
+  std::string item;
+  const auto& names = feature_names();
+  while (std::getline(ss, item, ',')) {
+    bool prefix = !item.empty() && item.back() == '*';
+    std::string stem = prefix ? item.substr(0, item.size() - 1) : item;
+    bool found = false;
+    for (int c = 0; c < feature_width(); ++c)
+      if (prefix ? names[c].rfind(stem, 0) == 0 : names[c] == stem) cols.push_back(c), found = true;
+    if (!found) {
+      // "*.bytes": the column in every buffer block
+      for (int c = 0; c < feature_width(); ++c) {
+        auto dot = names[c].find('.');
+        if (item.rfind("*.", 0) == 0 && dot != std::string::npos && names[c].substr(dot) == item.substr(1))
+          cols.push_back(c), found = true;
+      }
+    }
+    if (!found) throw InputError("--drop: no column '" + item + "'");
+  }
+  return cols;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string db, cache, drop;
+  int rel = 0;
+  bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
+  XGBoostModelOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw InputError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--db") db = next();
+    else if (a == "--cache") cache = next();
+    else if (a == "--objective") options.objective = next() == "rank" ? XGBoostModelOptions::Objective::Rank
+                                                                    : XGBoostModelOptions::Objective::PackSum;
+    else if (a == "--rounds") options.retrain_rounds = std::stoi(next()), options.max_trees = std::max(options.max_trees, options.retrain_rounds);
+    else if (a == "--depth") options.max_depth = std::stoi(next());
+    else if (a == "--eta") options.eta = std::stod(next());
+    else if (a == "--lambda") options.lambda = std::stod(next());
+    else if (a == "--mcw") options.min_child_weight = std::stod(next());
+    else if (a == "--subsample") options.subsample = std::stod(next());
+    else if (a == "--colsample") options.colsample = std::stod(next());
+    else if (a == "--drop") drop = next();
+    else if (a == "--rel") rel = std::stoi(next());
+    else if (a == "--self") self = true;
+    else {
+      std::cerr << "unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  Data d;
+  if (cache.empty() || !load_cache(cache, d)) {
+    TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);
+    LogSamples s = samples_from_log(log, LogSampleFilter{});
+    d.samples = std::move(s.samples);
+    d.keys = std::move(s.workload_keys);
+    d.scale = scales_of(log);
+    if (!cache.empty()) save_cache(cache, d);
+  }
+  if (rel > 0) make_relative(d, rel);
+  if (!drop.empty()) {
+    std::vector<int> cols = columns_named(drop);
+    for (TrainingSample& s : d.samples)
+      for (int r = 0; r < s.features.rows; ++r)
+        for (int c : cols) s.features.values[static_cast<size_t>(r) * feature_width() + c] = 0;
+  }
+  std::vector<std::string> keys;
+  for (const std::string& k : d.keys)
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+
+  double sum_pw = 0, sum_rec = 0;
+  std::printf("%-18s %9s %10s %12s\n", "held out", "programs", "pairwise", "top-5% recall");
+  for (const std::string& k : keys) {
+    std::vector<TrainingSample> train;
+    std::vector<ProgramFeatures> test;
+    std::vector<double> lat;
+    std::vector<std::string> groups;
+    size_t seen = 0;
+    for (size_t i = 0; i < d.samples.size(); ++i) {
+      if (self && d.keys[i] != k) continue;
+      if (d.keys[i] == k && (!self || seen++ % 2 == 1)) {
+        test.push_back(d.samples[i].features);
+        lat.push_back(d.samples[i].latency_s);
+        groups.push_back(d.samples[i].group);
+      } else {
+        train.push_back(d.samples[i]);
+      }
+    }
+    XGBoostModel model(options);
+    model.update(train);
+    RankingMetrics m = evaluate_ranking(model.predict(test), lat, groups);
+    std::printf("%-18s %9zu %10.3f %12.3f\n", k.c_str(), test.size(), m.pairwise_accuracy, m.top_recall);
+    std::fflush(stdout);
+    sum_pw += m.pairwise_accuracy;
+    sum_rec += m.top_recall;
+  }
+  std::printf("%-18s %9s %10.3f %12.3f\n", "mean", "", sum_pw / keys.size(), sum_rec / keys.size());
+  return 0;
+}

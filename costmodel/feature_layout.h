@@ -11,9 +11,12 @@ constexpr int kMaxBuffers = 5;
 // Points of the arithmetic-intensity curve.
 constexpr int kCurvePoints = 10;
 
+// The value of a per-float-operation column (the arithmetic counts, outer_prod) whose count is 0.
+constexpr float kNoCount = -64.0f;
+
 // Scalar columns of one row, in layout order.
 enum Scalar : int {
-  // arithmetic, log2(1 + count x lanes x enclosing loop extents)
+  // arithmetic, log2(count x lanes x enclosing loop extents / float operations of the program)
   kFloatAddSub, kFloatMul, kFloatDiv, kFloatMinMaxAbs, kFloatCmp, kFloatSelect, kFloatExpLog, kFloatSqrt,
   kFloatAct, kIntAddSub, kIntMul, kIntDivMod, kIntMinMax, kIntCmp, kBoolLogic, kIntSelect, kCast,
   // vectorization and unrolling

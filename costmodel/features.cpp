@@ -76,6 +76,11 @@ int bytes_of(DType t) {
 
 double log1p2(double x) { return std::log2(1.0 + std::max(x, 0.0)); }
 
+// A count relative to the program's float operations: log2(count / float_ops), kNoCount for 0.
+double per_float_op(double count, double float_ops) {
+  return count > 0 ? std::log2(count / float_ops) : kNoCount;
+}
+
 // --- collecting stores ---------------------------------------------------------------------------
 
 size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
@@ -164,8 +169,8 @@ class StoreCollector {
 
 class RowBuilder {
  public:
-  RowBuilder(const StoreGroup& group, const LoweredFunc& func, const FeatureTarget& target, float* row)
-      : g_(group), func_(func), target_(target), row_(row) {
+  RowBuilder(const StoreGroup& group, const LoweredFunc& func, const FeatureTarget& target, float* row, double* counts)
+      : g_(group), func_(func), target_(target), row_(row), counts_(counts) {
     nloops_ = static_cast<int>(g_.loops.size());
     for (const Loop& l : g_.loops) prod_ *= static_cast<double>(l.extent);
   }
@@ -200,6 +205,7 @@ class RowBuilder {
   const LoweredFunc& func_;
   const FeatureTarget& target_;
   float* row_;
+  double* counts_;  // raw arithmetic counts (kFloatAddSub .. kCast), then the raw outer_prod
   int nloops_ = 0;
   double prod_ = 1;
   double ops_[kVecLen] = {};  // per execution of the group's stores (lanes counted)
@@ -306,8 +312,10 @@ class RowBuilder {
     return std::max(1.0, std::min(prod, std::floor(span)));
   }
 
+  // The raw counts of the arithmetic columns and of outer_prod; extract_rows turns them into counts
+  // per float operation of the whole program once every row is known.
   void arithmetic() {
-    for (int c = kFloatAddSub; c <= kCast; ++c) set(c, log1p2(ops_[c] * prod_));
+    for (int c = kFloatAddSub; c <= kCast; ++c) counts_[c] = ops_[c] * prod_;
   }
 
   void loops_and_bindings() {
@@ -354,7 +362,7 @@ class RowBuilder {
     set(kThreadsPerBlock, log1p2(total(thread)));
     set(kBlocks, log1p2(total(block)));
 
-    set(kOuterProd, log1p2(prod_));
+    counts_[kCast + 1] = prod_;  // raw: see arithmetic()
     set(kNumLoops, nloops_);
     set(kNumReduceLoops, reduce_loops);
     set(kInnerExtent, log1p2(nloops_ ? static_cast<double>(g_.loops.back().extent) : 1.0));
@@ -569,10 +577,24 @@ ProgramFeatures extract_rows(const LoweredFunc& func, const FeatureTarget& targe
   ProgramFeatures out;
   out.rows = static_cast<int>(collector.groups.size());
   out.values.assign(static_cast<size_t>(out.rows) * kWidth, 0.0f);
+  // Rows hold raw counts in the arithmetic and outer_prod columns until the program's float
+  // operations are known (in double: float would round counts past 2^24).
+  std::vector<double> raw(static_cast<size_t>(out.rows) * (kCast + 2), 0.0);
+  double float_ops = 0;
   for (int r = 0; r < out.rows; ++r) {
     const StoreGroup& g = collector.groups[r];
-    RowBuilder(g, func, target, out.values.data() + static_cast<size_t>(r) * kWidth).build();
+    float* row = out.values.data() + static_cast<size_t>(r) * kWidth;
+    double* counts = raw.data() + static_cast<size_t>(r) * (kCast + 2);
+    RowBuilder(g, func, target, row, counts).build();
+    for (int c = kFloatAddSub; c <= kFloatAct; ++c) float_ops += counts[c];
     if (stored) stored->push_back(g.stores.front()->buffer);
+  }
+  float_ops = std::max(float_ops, 1.0);
+  for (int r = 0; r < out.rows; ++r) {
+    float* row = out.values.data() + static_cast<size_t>(r) * kWidth;
+    const double* counts = raw.data() + static_cast<size_t>(r) * (kCast + 2);
+    for (int c = kFloatAddSub; c <= kCast; ++c) row[c] = static_cast<float>(per_float_op(counts[c], float_ops));
+    row[kOuterProd] = static_cast<float>(per_float_op(counts[kCast + 1], float_ops));
   }
   return out;
 }

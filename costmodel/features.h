@@ -13,7 +13,8 @@
 
 namespace tessel {
 
-constexpr int kFeatureVersion = 1;
+// 2: the arithmetic counts and outer_prod are relative to the program's float operations.
+constexpr int kFeatureVersion = 2;
 
 // What the features need to know of the machine the program runs on.
 struct FeatureTarget {

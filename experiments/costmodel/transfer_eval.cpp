@@ -208,6 +208,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (rel > 0 && kFeatureVersion >= 2) {
+    // Version 2 already divides the arithmetic counts by the program's float operations; dividing
+    // again would measure nothing meaningful.
+    std::cerr << "error: --rel rewrites the absolute counts of feature version 1; this build has feature version "
+              << kFeatureVersion << ", whose counts are already relative (build at 22beeb8 for the --rel rows)\n";
+    return 2;
+  }
   Data d;
   if (cache.empty() || !load_cache(cache, d)) {
     TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);

@@ -12,7 +12,7 @@ T="$BUILD/tools/tessel"
 OUT=${OUT:-experiments/results/tune_cpu_$(date -u +%Y-%m-%d)}
 WORK=${WORK:-$(mktemp -d)}
 DB=${DB:-$WORK/tune_cpu.db}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$WORK"
 cases=(gemm_1024 dense_bias_gelu_1024x768x3072 conv2d_bias_relu_b1_64x56x56_k3 softmax_8192x8192 layernorm_16384x1024)
 args=()
 for c in "${cases[@]}"; do args+=(--case "$c"); done

@@ -48,23 +48,15 @@ Expr fold_vector(const Expr& e) {
         return make_broadcast(simplify_expr(a->args[0] * b->args[0]), lanes);
       break;
     }
-    case ExprOp::LT: case ExprOp::GE: {
+    case ExprOp::LT: case ExprOp::GE: case ExprOp::And: case ExprOp::Or: {
       // A unit ramp starting at a multiple of `lanes` stays on one side of a multiple of `lanes`:
       // r + l < c for every lane l exactly when r < c. The comparison is uniform across lanes.
-      if (a->op == ExprOp::Ramp && is_int_value(a->args[1], 1) && b->op == ExprOp::Broadcast &&
-          is_multiple_of(a->args[0], lanes) && is_multiple_of(b->args[0], lanes)) {
-        Expr start = a->args[0], bound = b->args[0];
-        return make_broadcast(simplify_expr(e->op == ExprOp::LT ? start < bound : start >= bound), lanes);
-      }
+      bool compare = e->op == ExprOp::LT || e->op == ExprOp::GE;
+      if (compare && a->op == ExprOp::Ramp && is_int_value(a->args[1], 1) && b->op == ExprOp::Broadcast &&
+          is_multiple_of(a->args[0], lanes) && is_multiple_of(b->args[0], lanes))
+        return make_broadcast(simplify_expr(make_binary(e->op, a->args[0], b->args[0])), lanes);
       if (a->op == ExprOp::Broadcast && b->op == ExprOp::Broadcast)
-        return make_broadcast(simplify_expr(e->op == ExprOp::LT ? a->args[0] < b->args[0] : a->args[0] >= b->args[0]),
-                              lanes);
-      break;
-    }
-    case ExprOp::And: case ExprOp::Or: {
-      if (a->op == ExprOp::Broadcast && b->op == ExprOp::Broadcast)
-        return make_broadcast(simplify_expr(e->op == ExprOp::And ? logical_and(a->args[0], b->args[0]) : logical_or(a->args[0], b->args[0])),
-                              lanes);
+        return make_broadcast(simplify_expr(make_binary(e->op, a->args[0], b->args[0])), lanes);
       break;
     }
     case ExprOp::FloorDiv: case ExprOp::FloorMod: {

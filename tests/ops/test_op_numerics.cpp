@@ -115,6 +115,13 @@ TEST_CASE("matmul matches a naive triple loop", "[ops][numerics]") {
   require_close(r.out.at("C"), matmul_ref(in(r, "A"), in(r, "B"), 7, 13, 61));
 }
 
+TEST_CASE("matmul at odd sizes over many output blocks and threads matches a naive triple loop", "[ops][numerics]") {
+  // 131 x 129 outputs: the interpreter's blocks of 128 outputs end mid-row and its thread chunks
+  // (work 131 * 129 * 257 > 2^22 is split over the cores) end mid-block.
+  Run r = run("matmul", {{"M", "131"}, {"N", "129"}, {"K", "257"}});
+  require_close(r.out.at("C"), matmul_ref(in(r, "A"), in(r, "B"), 131, 129, 257));
+}
+
 TEST_CASE("dense matches matmul + bias + activation for every activation", "[ops][numerics]") {
   for (std::string act : {"none", "relu", "gelu", "gelu_tanh", "silu", "sigmoid"})
     for (std::string bias : {"0", "1"}) {

@@ -98,10 +98,6 @@ std::vector<int> group_ids(const std::vector<TrainingSample>& samples) {
   return out;
 }
 
-const char* objective_name(XGBoostModelOptions::Objective o) {
-  return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
-}
-
 nlohmann::json options_to_json(const XGBoostModelOptions& o) {
   return {{"max_depth", o.max_depth},           {"eta", o.eta},
           {"rounds_per_update", o.rounds_per_update}, {"retrain_rounds", o.retrain_rounds},
@@ -263,6 +259,16 @@ struct XGBoostModel::Impl {
     }
   }
 };
+
+XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what) {
+  if (name == "rank") return XGBoostModelOptions::Objective::Rank;
+  if (name == "packsum") return XGBoostModelOptions::Objective::PackSum;
+  throw InputError(what + ": unknown cost-model objective '" + name + "' (rank or packsum)");
+}
+
+const char* objective_name(XGBoostModelOptions::Objective o) {
+  return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
+}
 
 XGBoostModel::XGBoostModel(const XGBoostModelOptions& options)
     : options_(options), impl_(std::make_unique<Impl>()) {

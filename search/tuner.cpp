@@ -37,6 +37,7 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   if (!options.model_path.empty()) return XGBoostModel::load(options.model_path);
   XGBoostModelOptions xgb;
   xgb.seed = options.seed;
+  xgb.objective = objective_from_name(options.objective, "--objective");
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -58,6 +59,7 @@ void check_tune_options(const TuneOptions& options) {
     throw InputError("the search target does not match --target " + options.target);
   if (options.model != "xgboost" && options.model != "random")
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
+  objective_from_name(options.objective, "--objective");
   if (options.model == "random" && !options.model_path.empty())
     throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");
@@ -92,6 +94,7 @@ std::string tune_options_json(const TuneOptions& o) {
   j["time_budget_s"] = o.time_budget_s;
   j["model"] = o.model;
   j["model_path"] = o.model_path;
+  j["objective"] = o.objective;
   j["search"] = {{"strategy", o.search.strategy},         {"population", o.search.population},
                  {"generations", o.search.generations},   {"crossover_ratio", o.search.crossover_ratio},
                  {"random_ratio", o.search.random_ratio}, {"measured_seeds", o.search.measured_seeds}};

@@ -78,6 +78,7 @@ struct TuneArgs {
   std::string model;                 // pre-trained XGBoost model to start from
   std::string save_model;            // save the model at the end
   std::string model_kind = "xgboost";
+  std::string objective = "rank";
   std::string strategy = "evolution";
   int population = 0;                // 0: the search default
   int generations = -1;              // -1: the search default
@@ -94,6 +95,7 @@ struct ModelArgs {
   std::string target = "llvm";
   std::string output;            // train: where to save the model
   std::string exclude_workload;  // train: leave this workload out
+  std::string objective = "rank";  // train: the loss, rank or packsum
   std::string model;             // eval: the model file
   std::string holdout_workload;  // eval: score only this workload (default: every workload)
 };

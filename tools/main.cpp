@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--model", tune.model, "pre-trained XGBoost cost model to start from (tessel model train)");
   tune_cmd->add_option("--save-model", tune.save_model, "save the cost model at the end");
   tune_cmd->add_option("--model-kind", tune.model_kind, "xgboost (default) or random (no model, for ablations)");
+  tune_cmd->add_option("--objective", tune.objective, "cost-model loss: rank (default, pairwise within a workload) or packsum");
   tune_cmd->add_option("--strategy", tune.strategy, "evolution (default) or random (sketch samples only)");
   tune_cmd->add_option("--population", tune.population, "schedules per generation (default 192)")
       ->check(CLI::Range(2, 100000));
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("-o,--output", model.output, "where to save the model (JSON, required)");
   train_cmd->add_option("--target", model.target, "llvm (default) or cuda");
   train_cmd->add_option("--exclude-workload", model.exclude_workload, "leave this workload key out (to evaluate on it)");
+  train_cmd->add_option("--objective", model.objective, "loss: rank (default, pairwise within a workload) or packsum");
   CLI::App* eval_cmd = model_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
   eval_cmd->add_option("--db", model.db, "tuning log (SQLite) with the records to rank (required)");
   eval_cmd->add_option("--model", model.model, "a model saved by `tessel model train` (required)");

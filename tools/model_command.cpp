@@ -64,18 +64,21 @@ LogSamples samples_of(const ModelArgs& args, const std::string& workload, bool e
 
 int cmd_model_train(const ModelArgs& args) {
   if (args.output.empty()) throw InputError("-o PATH (where to save the model) is required");
+  XGBoostModelOptions options;
+  options.objective = objective_from_name(args.objective, "--objective");
   LogSamples s = samples_of(args, args.exclude_workload, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);
 
   auto t0 = std::chrono::steady_clock::now();
-  XGBoostModel model;
+  XGBoostModel model(options);
   model.update(s.samples);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   model.save(args.output);
 
   std::printf("samples: %zu (%zu skipped)\n", s.samples.size(), s.skipped.size());
   std::printf("groups: %zu\n", groups.size());
+  std::printf("objective: %s\n", objective_name(options.objective));
   std::printf("trees: %d\n", model.num_trees());
   std::printf("training time: %.2f s\n", seconds);
   std::printf("saved: %s\n", args.output.c_str());

@@ -6,7 +6,10 @@
 //
 //   transfer_eval --db LOG [--cache FILE] [--objective packsum|rank] [--rounds N] [--depth D]
 //                 [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C] [--drop COLS]
-//                 [--rel 1|2]
+//                 [--rel 1|2] [--dump FILE]
+//
+// --dump writes the samples as CSV (program, workload, latency_s, then the feature columns; one line
+// per row of a program) and exits: for exploring features outside C++.
 //
 // --drop zeroes the listed columns (comma-separated feature names, or a prefix ending in '*') in
 // training and evaluation alike: an ablation without rebuilding the features.
@@ -179,7 +182,7 @@ std::vector<int> columns_named(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string db, cache, drop;
+  std::string db, cache, drop, dump;
   int rel = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
@@ -203,6 +206,7 @@ int main(int argc, char** argv) {
     else if (a == "--drop") drop = next();
     else if (a == "--rel") rel = std::stoi(next());
     else if (a == "--self") self = true;
+    else if (a == "--dump") dump = next();
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;
@@ -230,6 +234,22 @@ int main(int argc, char** argv) {
     for (TrainingSample& s : d.samples)
       for (int r = 0; r < s.features.rows; ++r)
         for (int c : cols) s.features.values[static_cast<size_t>(r) * feature_width() + c] = 0;
+  }
+  if (!dump.empty()) {
+    std::ofstream out(dump);
+    out << "program,workload,latency_s";
+    for (const std::string& name : feature_names()) out << ',' << name;
+    out << '\n';
+    for (size_t i = 0; i < d.samples.size(); ++i) {
+      const ProgramFeatures& f = d.samples[i].features;
+      for (int r = 0; r < f.rows; ++r) {
+        out << i << ',' << d.keys[i] << ',' << d.samples[i].latency_s;
+        for (int c = 0; c < feature_width(); ++c) out << ',' << f.values[static_cast<size_t>(r) * feature_width() + c];
+        out << '\n';
+      }
+    }
+    std::cerr << "wrote " << d.samples.size() << " programs to " << dump << "\n";
+    return out ? 0 : 1;
   }
   std::vector<std::string> keys;
   for (const std::string& k : d.keys)

@@ -27,6 +27,7 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
   INFO(train.out << train.err);
   REQUIRE(train.exit_code == 0);
   CHECK_THAT(train.out, Catch::Contains("samples: 30") && Catch::Contains("groups: 1") &&
+                            Catch::Contains("objective: rank") &&
                             Catch::Contains("training time:") && Catch::Contains("saved: " + model));
 
   RunResult eval = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", key});
@@ -46,6 +47,11 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
 
     RunResult no_cuda = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--target", "cuda"});
     CHECK(no_cuda.exit_code == 2);
+
+    RunResult objective = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--objective", "listwise"});
+    CHECK(objective.exit_code == 2);
+    CHECK_THAT(objective.err, Catch::StartsWith("error: --objective: unknown cost-model objective 'listwise'"));
+    CHECK_FALSE(std::filesystem::exists(dir.file("x.json")));
 
     RunResult missing_db = tessel({"model", "train", "--db", dir.file("nope.db"), "-o", dir.file("x.json")});
     CHECK(missing_db.exit_code == 2);

@@ -145,6 +145,9 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
                  "4", "--strategy", "annealing"},
                 "annealing"},
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--objective", "listwise"},
+                "listwise"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--model", dir.file("missing.json")},
                 "missing.json"},
        }) {

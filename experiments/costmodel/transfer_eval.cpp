@@ -4,7 +4,7 @@
 // accuracy and top-5% recall per held-out workload and their means (the numbers `tessel model eval`
 // prints after `tessel model train --exclude-workload`, which experiments/tune/model_eval.sh runs).
 //
-//   transfer_eval --db LOG [--cache FILE] [--objective packsum|rank] [--rounds N] [--depth D]
+//   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--rounds N] [--depth D]
 //                 [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C] [--drop COLS]
 //                 [--rel 1|2] [--dump FILE]
 //
@@ -182,7 +182,7 @@ std::vector<int> columns_named(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string db, cache, drop, dump;
+  std::string db, cache, drop, dump, target = "llvm";
   int rel = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--db") db = next();
+    else if (a == "--target") target = next();
     else if (a == "--cache") cache = next();
     else if (a == "--objective") options.objective = next() == "rank" ? XGBoostModelOptions::Objective::Rank
                                                                     : XGBoostModelOptions::Objective::PackSum;
@@ -222,7 +223,9 @@ int main(int argc, char** argv) {
   Data d;
   if (cache.empty() || !load_cache(cache, d)) {
     TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);
-    LogSamples s = samples_from_log(log, LogSampleFilter{});
+    LogSampleFilter filter;
+    filter.target_kind = target;
+    LogSamples s = samples_from_log(log, filter);
     d.samples = std::move(s.samples);
     d.keys = std::move(s.workload_keys);
     d.scale = scales_of(log);

@@ -3,7 +3,9 @@
 # log, TRIALS trials each (default 500): random search (sketch samples only), evolution without the
 # cost model (children ranked at random), and the full method (evolution + XGBoost), the last two for
 # MODEL_TRIALS trials (default TRIALS: the target is reaching random search's best early). Then the best
-# latency after each trial is plotted (ablation.png) and tabulated (README.md).
+# latency after each trial is plotted (ablation.png) and tabulated (README.md), and each method's best
+# schedules at trial checkpoints are re-timed together, interleaved, in one run (retime.md: the three
+# searches run minutes apart, and this shared machine's timings drift more than their differences).
 #
 #   [EXTRA="--min-time-ms 30"] [MODEL_TRIALS=300] [WORK=dir] experiments/tune/ablation.sh [TRIALS] [CASE...]
 # WORK keeps the logs: rerun with the same WORK to resume an interrupted ablation.
@@ -17,7 +19,7 @@ BUILD=${BUILD:-build}
 T="$BUILD/tools/tessel"
 OUT=${OUT:-experiments/results/ablation_cpu_$(date -u +%Y-%m-%d)}
 WORK=${WORK:-$(mktemp -d)}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$WORK"
 declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kind random" [full]="")
 {
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ); tessel $(git rev-parse --short HEAD)"
@@ -33,4 +35,5 @@ declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kin
   done
 } > "$OUT/commands.txt"
 ${PYTHON:-/usr/bin/python3} experiments/tune/plot_ablation.py "$WORK" "$OUT" "${cases[@]}"
+${PYTHON:-/usr/bin/python3} experiments/tune/ablation_retime.py "$T" experiments/suite.json "$WORK" "$OUT" "${cases[@]}" > /dev/null
 echo "logs and exports in $WORK"

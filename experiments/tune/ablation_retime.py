@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The ablation's comparison measured in one run. The three searches of ablation.sh run one after the
+other, minutes apart, and on a shared machine the same schedule can time 20% apart between them (their
+default schedules do), so comparing their logged bests compares machine states as much as searches.
+This script takes each method's best-so-far schedule at trial checkpoints (by its own log), re-times all
+of them in one process run after run, interleaved over ROUNDS rounds in a shuffled order, and reports
+the median of each. The full method "reaches random search's 500-trial best at trial k" when its best
+schedule at checkpoint k re-times no slower than random search's best at its last trial.
+
+usage: [ROUNDS=11] [MIN_TIME=0.5] ablation_retime.py TESSEL SUITE WORK OUT CASE...
+Writes OUT/retime.md and OUT/retime.csv.
+"""
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TESSEL, SUITE, WORK, OUT, CASES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+ROUNDS = int(os.environ.get("ROUNDS", "11"))
+MIN_TIME = os.environ.get("MIN_TIME", "0.5")  # seconds of samples per timing (tessel run --min-time)
+CHECKPOINTS = {
+    "random": [150, 300, 500],
+    "evolution_no_model": [150, 300],
+    "full": [25, 50, 75, 100, 125, 150, 200, 250, 300],
+}
+
+
+def best_at(path, checkpoints):
+    """{checkpoint: (logged median, trace json)} of the best ok record among the first k."""
+    best, out, k = None, {}, 0
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        k += 1
+        if r["error"] == "ok" and r["median_s"] > 0 and (best is None or r["median_s"] < best[0]):
+            best = (r["median_s"], r["trace_json"])
+        if k in checkpoints and best:
+            out[k] = best
+    return out
+
+
+def time_one(case, trace_path):
+    out = subprocess.run([TESSEL, "run", "--suite", SUITE, "--case", case, "--schedule", trace_path, "--json",
+                          "--min-time", MIN_TIME], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["median_ms"] / 1e3
+
+
+rng = random.Random(1)
+work = tempfile.mkdtemp()
+md = ["# The ablation re-timed in one run", "",
+      f"Each method's best schedule at the listed trials (chosen by its own log), re-timed {ROUNDS} times, "
+      "interleaved in a shuffled order each round, by `tessel run --min-time {MIN_TIME}` in this one run; medians.", ""]
+csv = ["case,method,trial,logged_s,retimed_median_s,retimed_min_s,retimed_max_s"]
+for case in CASES:
+    points = []  # (method, trial, logged, trace path)
+    for method, cps in CHECKPOINTS.items():
+        for trial, (logged, trace) in sorted(best_at(f"{WORK}/{case}.{method}.jsonl", set(cps)).items()):
+            path = f"{work}/{case}.{method}.{trial}.json"
+            open(path, "w").write(trace)
+            points.append((method, trial, logged, path))
+    # One timing per distinct schedule per round (checkpoints often share their best).
+    distinct = sorted({p[3]: open(p[3]).read() for p in points}.items())
+    by_text = {}
+    for path, text in distinct:
+        by_text.setdefault(text, path)
+    samples = {path: [] for path in by_text.values()}
+    for rnd in range(ROUNDS):
+        order = list(samples)
+        rng.shuffle(order)
+        for i, path in enumerate(order):
+            samples[path].append(time_one(case, path))
+            print(f"\r{case}: round {rnd + 1}/{ROUNDS}, {i + 1}/{len(order)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    median = {}
+    for method, trial, logged, path in points:
+        s = samples[by_text[open(path).read()]]
+        median[(method, trial)] = statistics.median(s)
+        csv.append(f"{case},{method},{trial},{logged},{statistics.median(s)},{min(s)},{max(s)}")
+    target = median[("random", max(t for m, t in median if m == "random"))]
+    reach = next((t for m, t in sorted(median, key=lambda x: x[1]) if m == "full" and median[(m, t)] <= target), None)
+    md += [f"## {case}", "", "| method | trial | logged best ms | re-timed median ms | vs random@500 |", "|---|---:|---:|---:|---:|"]
+    for method, trial, logged, _ in points:
+        md.append(f"| {method} | {trial} | {logged * 1e3:.4f} | {median[(method, trial)] * 1e3:.4f} | "
+                  f"{median[(method, trial)] / target:.3f} |")
+    md += ["", f"Full method re-timed no slower than random search's 500-trial best from trial: "
+           f"**{reach if reach else 'not within its trials'}**", ""]
+open(f"{OUT}/retime.md", "w").write("\n".join(md) + "\n")
+open(f"{OUT}/retime.csv", "w").write("\n".join(csv) + "\n")
+print("\n".join(md))

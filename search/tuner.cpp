@@ -128,13 +128,17 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     if (callbacks.on_note) callbacks.on_note(text);
   };
   std::unique_ptr<CostModel> model = make_model(options);
+  // The session records the loss of the model it actually uses: a loaded one keeps its own.
+  TuneOptions saved = options;
+  if (const auto* xgb = dynamic_cast<const XGBoostModel*>(model.get())) saved.objective = objective_name(xgb->options().objective);
+  else saved.objective = "none";
 
   std::vector<TaskRun> runs(tasks.size());
   // The first task's measurer names the target (for a GPU: which one, which driver).
   runs[0].measurer = std::make_unique<Measurer>(tasks[0].dag, options.measure);
   const TargetInfo target = target_of(*runs[0].measurer);
   log.begin_session(SessionInfo{"tessel tune: " + tasks[0].name + (tasks.size() > 1 ? " and others" : ""),
-                                tune_options_json(options), std::string("tessel ") + TESSEL_VERSION, "", ""});
+                                tune_options_json(saved), std::string("tessel ") + TESSEL_VERSION, "", ""});
 
   std::vector<double> weights;
   std::vector<TrainingSample> history;

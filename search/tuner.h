@@ -34,7 +34,8 @@ struct TuneOptions {
   uint64_t seed = 0;
   double time_budget_s = 0;         // stop after the round that passes it; 0: none
   std::string model = "xgboost";    // "xgboost" or "random" (no model: ablations)
-  std::string objective = "rank";   // the XGBoost model's loss: "rank" or "packsum" (a loaded model keeps its own)
+  std::string objective = "rank";   // a new XGBoost model's loss: "rank" or "packsum" (a loaded model keeps its own;
+                                    // the saved session names the one used, "none" without a model)
   std::string model_path;           // a pre-trained XGBoost model to start from
   std::string save_model_path;      // where to save the model at the end ("" : not saved)
   SearchOptions search;

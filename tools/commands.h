@@ -78,7 +78,7 @@ struct TuneArgs {
   std::string model;                 // pre-trained XGBoost model to start from
   std::string save_model;            // save the model at the end
   std::string model_kind = "xgboost";
-  std::string objective = "rank";
+  std::string objective;             // the new model's loss, rank (when empty) or packsum; not with --model
   std::string strategy = "evolution";
   int population = 0;                // 0: the search default
   int generations = -1;              // -1: the search default

@@ -119,7 +119,9 @@ int cmd_tune(const TuneArgs& args) {
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
   options.model = args.model_kind;
-  options.objective = args.objective;
+  if (!args.objective.empty() && !args.model.empty())
+    throw InputError("--objective is for a new cost model; --model " + args.model + " keeps the objective it was trained with");
+  if (!args.objective.empty()) options.objective = args.objective;
   options.model_path = args.model;
   options.save_model_path = args.save_model;
   options.search.strategy = args.strategy;

@@ -48,6 +48,10 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
     RunResult no_cuda = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--target", "cuda"});
     CHECK(no_cuda.exit_code == 2);
 
+    RunResult packsum = tessel({"model", "train", "--db", db, "-o", dir.file("p.json"), "--objective", "packsum"});
+    CHECK(packsum.exit_code == 0);
+    CHECK_THAT(packsum.out, Catch::Contains("objective: packsum"));
+
     RunResult objective = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--objective", "listwise"});
     CHECK(objective.exit_code == 2);
     CHECK_THAT(objective.err, Catch::StartsWith("error: --objective: unknown cost-model objective 'listwise'"));

@@ -69,18 +69,23 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   CHECK_THAT(first.out, Catch::Contains("speedup"));
   std::vector<nlohmann::json> records = export_records(db);
   REQUIRE(records.size() == 12);
+  auto objective_of = [](const nlohmann::json& record) {
+    return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("objective", "");
+  };
+  CHECK(objective_of(records.front()) == "rank");  // the default, saved with the session
 
   RunResult again = tessel(tune_args(db, "12"));
   REQUIRE(again.exit_code == 0);
   CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
   CHECK(export_records(db).size() == 12);
 
-  RunResult more = tessel(tune_args(db, "20", {"--batch", "5"}));
+  RunResult more = tessel(tune_args(db, "20", {"--batch", "5", "--objective", "packsum"}));
   INFO(more.err);
   REQUIRE(more.exit_code == 0);
   CHECK_THAT(more.out, Catch::Contains("8 candidates measured this session"));
   records = export_records(db);
   REQUIRE(records.size() == 20);
+  CHECK(objective_of(records.back()) == "packsum");
   std::vector<std::string> keys = step_keys(records);
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
 }
@@ -147,6 +152,9 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--objective", "listwise"},
                 "listwise"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--objective", "packsum", "--model", dir.file("m.json")},
+                "keeps the objective"},
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--model", dir.file("missing.json")},
                 "missing.json"},

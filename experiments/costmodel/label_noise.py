@@ -20,7 +20,8 @@ rng = random.Random(int(sys.argv[6]) if len(sys.argv) > 6 else 1)
 text = subprocess.run([tessel, "show", "--suite", suite, "--case", case, "--emit", "te"], check=True,
                       capture_output=True, text=True).stdout.strip()
 records = [json.loads(line) for line in open(export) if line.strip()]
-ok = [r for r in records if r["error"] == "ok" and r["workload"]["text"].strip() == text]
+ok = [r for r in records
+      if r["error"] == "ok" and r["target"]["kind"] == "llvm" and r["workload"]["text"].strip() == text]
 if len(ok) < 2:
     sys.exit(f"error: {export} holds {len(ok)} ok records of {case}")
 picked = rng.sample(ok, min(n, len(ok)))

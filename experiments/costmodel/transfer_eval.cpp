@@ -9,7 +9,8 @@
 //                 [--rel 1|2] [--dump FILE]
 //
 // --dump writes the samples as CSV (program, workload, latency_s, then the feature columns; one line
-// per row of a program) and exits: for exploring features outside C++.
+// per row of a program; after --rel and --drop have rewritten them) and exits: for exploring
+// features outside C++. The cache is per target: one built for llvm is not read for --target cuda.
 //
 // --drop zeroes the listed columns (comma-separated feature names, or a prefix ending in '*') in
 // training and evaluation alike: an ablation without rebuilding the features.
@@ -39,6 +40,7 @@ struct Scale {
 };
 
 struct Data {
+  std::string target;  // the records' target kind
   std::vector<TrainingSample> samples;
   std::vector<std::string> keys;
   std::map<std::string, Scale> scale;  // per workload key
@@ -111,6 +113,7 @@ void save_cache(const std::string& path, const Data& d) {
   int64_t header[4] = {kFeatureVersion, feature_width(), static_cast<int64_t>(d.samples.size()),
                        static_cast<int64_t>(d.scale.size())};
   out.write(reinterpret_cast<const char*>(header), sizeof header);
+  write_string(out, d.target);
   for (const auto& [key, sc] : d.scale) {
     write_string(out, key);
     out.write(reinterpret_cast<const char*>(&sc), sizeof sc);
@@ -133,6 +136,7 @@ bool load_cache(const std::string& path, Data& d) {
   int64_t header[4];
   in.read(reinterpret_cast<char*>(header), sizeof header);
   if (!in || header[0] != kFeatureVersion || header[1] != feature_width()) return false;
+  if (read_string(in) != d.target) return false;  // another target's samples
   for (int64_t i = 0; i < header[3]; ++i) {
     std::string key = read_string(in);
     Scale sc;
@@ -181,7 +185,7 @@ std::vector<int> columns_named(const std::string& list) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   std::string db, cache, drop, dump, target = "llvm";
   int rel = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
@@ -195,8 +199,7 @@ int main(int argc, char** argv) {
     if (a == "--db") db = next();
     else if (a == "--target") target = next();
     else if (a == "--cache") cache = next();
-    else if (a == "--objective") options.objective = next() == "rank" ? XGBoostModelOptions::Objective::Rank
-                                                                    : XGBoostModelOptions::Objective::PackSum;
+    else if (a == "--objective") options.objective = objective_from_name(next(), "--objective");
     else if (a == "--rounds") options.retrain_rounds = std::stoi(next()), options.max_trees = std::max(options.max_trees, options.retrain_rounds);
     else if (a == "--depth") options.max_depth = std::stoi(next());
     else if (a == "--eta") options.eta = std::stod(next());
@@ -220,8 +223,12 @@ int main(int argc, char** argv) {
               << kFeatureVersion << ", whose counts are already relative (build at 22beeb8 for the --rel rows)\n";
     return 2;
   }
+  if (target != "llvm" && target != "cuda") throw InputError("--target must be llvm or cuda, not '" + target + "'");
   Data d;
+  d.target = target;
   if (cache.empty() || !load_cache(cache, d)) {
+    d = Data{};
+    d.target = target;
     TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);
     LogSampleFilter filter;
     filter.target_kind = target;
@@ -286,4 +293,13 @@ int main(int argc, char** argv) {
   }
   std::printf("%-18s %9s %10.3f %12.3f\n", "mean", "", sum_pw / keys.size(), sum_rec / keys.size());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
 }

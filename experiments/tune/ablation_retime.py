@@ -62,18 +62,16 @@ md = ["# The ablation re-timed in one run", "",
       f"interleaved in a shuffled order each round, by `tessel run --min-time {MIN_TIME}` in this one run; medians.", ""]
 csv = ["case,method,trial,logged_s,retimed_median_s,retimed_min_s,retimed_max_s"]
 for case in CASES:
-    points = []  # (method, trial, logged, trace path)
+    # Checkpoints often share their best schedule: each distinct one gets one file and one timing a round.
+    points = []  # (method, trial, logged, path of the schedule's file)
+    path_of = {}  # trace json -> its file
     for method, cps in CHECKPOINTS.items():
         for trial, (logged, trace) in sorted(best_at(f"{WORK}/{case}.{method}.jsonl", set(cps)).items()):
-            path = f"{work}/{case}.{method}.{trial}.json"
-            open(path, "w").write(trace)
-            points.append((method, trial, logged, path))
-    # One timing per distinct schedule per round (checkpoints often share their best).
-    distinct = sorted({p[3]: open(p[3]).read() for p in points}.items())
-    by_text = {}
-    for path, text in distinct:
-        by_text.setdefault(text, path)
-    samples = {path: [] for path in by_text.values()}
+            if trace not in path_of:
+                path_of[trace] = f"{work}/{case}.{len(path_of)}.json"
+                open(path_of[trace], "w").write(trace)
+            points.append((method, trial, logged, path_of[trace]))
+    samples = {path: [] for path in path_of.values()}
     for rnd in range(ROUNDS):
         order = list(samples)
         rng.shuffle(order)
@@ -83,7 +81,7 @@ for case in CASES:
     print(file=sys.stderr)
     median = {}
     for method, trial, logged, path in points:
-        s = samples[by_text[open(path).read()]]
+        s = samples[path]
         median[(method, trial)] = statistics.median(s)
         csv.append(f"{case},{method},{trial},{logged},{statistics.median(s)},{min(s)},{max(s)}")
     if not any(m == "random" for m, _ in median) or not any(m == "full" for m, _ in median):

@@ -126,6 +126,9 @@ int64_t record_checksum(const MeasureRecord& r) {
   h.number(r.run_s);
   h.text(r.settings_json);
   h.text(r.timestamp);
+  // Hashed only when not a trial, so that the checksums of logs written before retimes existed
+  // (schema version 2) stay valid.
+  if (r.purpose != RecordPurpose::Trial) h.text(to_string(r.purpose));
   return h.value();
 }
 
@@ -135,11 +138,16 @@ std::string samples_to_json(const std::vector<double>& samples) {
   return nlohmann::json(samples).dump();
 }
 
-const char* const kRecordSelect =
-    "SELECT r.id, r.session_id, w.key, w.text, w.flops, t.kind, t.arch, t.device_name, "
-    "t.driver_version, t.toolkit_version, t.cpu_features, r.trace_json, r.samples_json, r.median_s, "
-    "r.error_code, r.error_message, r.build_s, r.run_s, r.settings_json, r.timestamp, r.checksum "
-    "FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id";
+#define TESSEL_RECORD_COLUMNS                                                                        \
+  "SELECT r.id, r.session_id, w.key, w.text, w.flops, t.kind, t.arch, t.device_name, "              \
+  "t.driver_version, t.toolkit_version, t.cpu_features, r.trace_json, r.samples_json, r.median_s, " \
+  "r.error_code, r.error_message, r.build_s, r.run_s, r.settings_json, r.timestamp, r.checksum"
+#define TESSEL_RECORD_JOINS \
+  " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id"
+const char* const kRecordSelect = TESSEL_RECORD_COLUMNS ", r.purpose" TESSEL_RECORD_JOINS;
+const char* const kRecordSelectV2 = TESSEL_RECORD_COLUMNS TESSEL_RECORD_JOINS;
+#undef TESSEL_RECORD_COLUMNS
+#undef TESSEL_RECORD_JOINS
 
 RecordRow read_record_row(const Statement& s) {
   RecordRow row;
@@ -159,6 +167,7 @@ RecordRow read_record_row(const Statement& s) {
   r.settings_json = s.column_text(18);
   r.timestamp = s.column_text(19);
   row.stored_checksum = s.column_int(20);
+  std::string purpose = s.column_count() > 21 ? s.column_text(21) : "trial";
 
   std::string where = "record " + std::to_string(r.id) + ": ";
   auto parsed = nlohmann::json::parse(samples, nullptr, /*allow_exceptions=*/false);
@@ -178,6 +187,11 @@ RecordRow read_record_row(const Statement& s) {
   } else {
     r.error = ErrorCode::Unknown;
     if (!row.problem) row.problem = where + "unknown error code '" + code + "'";
+  }
+  if (auto p = record_purpose_from_string(purpose)) {
+    r.purpose = *p;
+  } else if (!row.problem) {
+    row.problem = where + "unknown record purpose '" + purpose + "'";
   }
   row.decoded = !row.problem.has_value();
   // A file from elsewhere may hold what append() would refuse (e.g. bytes that are not UTF-8, which
@@ -281,13 +295,13 @@ int64_t insert_record(Connection& conn, const MeasureRecord& r, int64_t workload
   stored.timestamp = timestamp;
   Statement stmt = conn.prepare(
       "INSERT INTO records(workload_id, target_id, session_id, trace_json, samples_json, median_s, "
-      "error_code, error_message, build_s, run_s, settings_json, timestamp, checksum) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "error_code, error_message, build_s, run_s, settings_json, timestamp, checksum, purpose) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
   stmt.bind(1, workload).bind(2, target).bind(3, session);
   stmt.bind(4, r.trace_json).bind(5, samples_to_json(r.samples_s)).bind(6, canonical(r.median_s));
   stmt.bind(7, std::string_view(to_string(r.error))).bind(8, r.error_message);
   stmt.bind(9, canonical(r.build_s)).bind(10, canonical(r.run_s)).bind(11, r.settings_json);
-  stmt.bind(12, timestamp).bind(13, record_checksum(stored));
+  stmt.bind(12, timestamp).bind(13, record_checksum(stored)).bind(14, std::string_view(to_string(r.purpose)));
   stmt.run();
   return conn.query_int("SELECT last_insert_rowid()");
 }
@@ -298,12 +312,12 @@ bool has_identical_record(Connection& conn, const MeasureRecord& r, int64_t work
       "SELECT 1 FROM records WHERE checksum = ?1 AND workload_id = ?2 AND target_id = ?3 AND "
       "trace_json = ?4 AND samples_json = ?5 AND median_s = ?6 AND error_code = ?7 AND "
       "error_message = ?8 AND build_s = ?9 AND run_s = ?10 AND settings_json = ?11 AND "
-      "timestamp = ?12 LIMIT 1");
+      "timestamp = ?12 AND purpose = ?13 LIMIT 1");
   stmt.bind(1, record_checksum(r)).bind(2, workload).bind(3, target);
   stmt.bind(4, r.trace_json).bind(5, samples_to_json(r.samples_s)).bind(6, canonical(r.median_s));
   stmt.bind(7, std::string_view(to_string(r.error))).bind(8, r.error_message);
   stmt.bind(9, canonical(r.build_s)).bind(10, canonical(r.run_s)).bind(11, r.settings_json);
-  stmt.bind(12, r.timestamp);
+  stmt.bind(12, r.timestamp).bind(13, std::string_view(to_string(r.purpose)));
   return stmt.step();
 }
 

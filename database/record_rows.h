@@ -26,6 +26,9 @@ std::string samples_to_json(const std::vector<double>& samples);
 
 // Columns of kRecordSelect, in order; read_record_row relies on them.
 extern const char* const kRecordSelect;
+// The same for a file still at schema version 2 (no purpose column: every record is a trial), for
+// the migrations that read records before version 3 exists.
+extern const char* const kRecordSelectV2;
 
 struct RecordRow {
   MeasureRecord record;

@@ -49,7 +49,7 @@ void migrate_1_to_2(Connection& conn) {
   conn.exec("ALTER TABLE records ADD COLUMN checksum INTEGER NOT NULL DEFAULT 0");
   // Checksum every existing record. A row that cannot be decoded is not guessed at: the migration
   // fails and rolls back, leaving the file as it was.
-  Statement select = conn.prepare((std::string(kRecordSelect) + " ORDER BY r.id").c_str());
+  Statement select = conn.prepare((std::string(kRecordSelectV2) + " ORDER BY r.id").c_str());
   Statement update = conn.prepare("UPDATE records SET checksum = ?1 WHERE id = ?2");
   while (select.step()) {
     RecordRow row = read_record_row(select);
@@ -65,8 +65,13 @@ void migrate_1_to_2(Connection& conn) {
       "CREATE INDEX records_checksum ON records (checksum);");
 }
 
+void migrate_2_to_3(Connection& conn) {
+  // The checksum covers the purpose only when it is not 'trial', so existing checksums stay valid.
+  conn.exec("ALTER TABLE records ADD COLUMN purpose TEXT NOT NULL DEFAULT 'trial'");
+}
+
 // kMigrations[v] takes a file from version v to v + 1.
-const std::function<void(Connection&)> kMigrations[] = {migrate_0_to_1, migrate_1_to_2};
+const std::function<void(Connection&)> kMigrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 struct TableColumns {
@@ -81,7 +86,7 @@ const std::vector<TableColumns>& expected_columns() {
       {"sessions", {"id", "start_time", "options_json", "tool_version", "host", "label"}},
       {"records",
        {"id", "workload_id", "target_id", "session_id", "trace_json", "samples_json", "median_s",
-        "error_code", "error_message", "build_s", "run_s", "settings_json", "timestamp", "checksum"}},
+        "error_code", "error_message", "build_s", "run_s", "settings_json", "timestamp", "checksum", "purpose"}},
   };
   return tables;
 }

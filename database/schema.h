@@ -13,7 +13,8 @@ namespace tessel::db {
 // Schema versions (PRAGMA user_version):
 //   1  workloads, targets, sessions, records (the first prototype's layout)
 //   2  adds records.checksum and the indexes for best-per-(workload, target) and duplicate lookup
-constexpr int64_t kSchemaVersion = 2;
+//   3  adds records.purpose ('trial' or 'retime'); every older record is a trial
+constexpr int64_t kSchemaVersion = 3;
 // PRAGMA application_id of every tessel log: the bytes "TESL". A file without it is not ours.
 constexpr int64_t kApplicationId = 0x5445534C;
 

@@ -182,6 +182,8 @@ int64_t Statement::column_int(int column) const { return sqlite3_column_int64(st
 
 double Statement::column_double(int column) const { return sqlite3_column_double(stmt_, column); }
 
+int Statement::column_count() const { return sqlite3_column_count(stmt_); }
+
 std::string Statement::column_text(int column) const {
   // Take the pointer before the length, as SQLite documents, and copy exactly that many bytes.
   const unsigned char* text = sqlite3_column_text(stmt_, column);

@@ -77,6 +77,7 @@ class Statement {
   void reset();
 
   bool is_null(int column) const;
+  int column_count() const;
   int64_t column_int(int column) const;
   double column_double(int column) const;
   std::string column_text(int column) const;

@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "database/record_rows.h"
 #include "database/schema.h"
@@ -41,7 +43,69 @@ std::vector<MeasureRecord> read_sound_records(db::Statement& stmt, const std::st
   return result;
 }
 
+// best(): Ok records are visited fastest first; a schedule (trace) met for the first time is ranked
+// by latency_estimate over its Ok records, unless one of its records disqualifies() it. Every schedule not
+// yet visited has no record faster than the current one, so no estimate of its can be lower: the
+// walk stops as soon as the current median reaches the best estimate found.
+std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int64_t target) {
+  db::Statement fastest = conn.prepare(
+      (std::string(db::kRecordSelect) +
+       " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_code = 'ok' ORDER BY r.median_s, r.id")
+          .c_str());
+  db::Statement same_trace = conn.prepare(
+      (std::string(db::kRecordSelect) +
+       " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.trace_json = ?3 ORDER BY r.id")
+          .c_str());
+  fastest.bind(1, workload).bind(2, target);
+  std::optional<MeasureRecord> best;
+  double best_estimate = 0;
+  std::set<std::string> visited;
+  while (fastest.step()) {
+    db::RecordRow row = db::read_record_row(fastest);
+    if (row.problem) {
+      throw DatabaseError("tuning log '" + conn.path() + "': " + *row.problem + "; run `tessel db check --db " +
+                          conn.path() + "`");
+    }
+    if (best && row.record.median_s >= best_estimate) break;
+    if (!visited.insert(row.record.trace_json).second) continue;
+    same_trace.bind(1, workload).bind(2, target).bind(3, row.record.trace_json);
+    std::vector<MeasureRecord> timings = read_sound_records(same_trace, conn.path());
+    same_trace.reset();
+    if (std::any_of(timings.begin(), timings.end(), [](const MeasureRecord& r) { return disqualifies(r.error); }))
+      continue;
+    std::vector<MeasureRecord> ok;
+    std::copy_if(timings.begin(), timings.end(), std::back_inserter(ok),
+                 [](const MeasureRecord& r) { return r.error == ErrorCode::Ok; });
+    std::vector<double> medians;
+    for (const MeasureRecord& r : ok) medians.push_back(r.median_s);
+    double estimate = latency_estimate(medians);
+    if (!best || estimate < best_estimate) {
+      best_estimate = estimate;
+      // The record whose median is the estimate (the first such one).
+      best = *std::find_if(ok.begin(), ok.end(), [&](const MeasureRecord& r) { return r.median_s == estimate; });
+    }
+  }
+  return best;
+}
+
 }  // namespace
+
+const char* to_string(RecordPurpose purpose) { return purpose == RecordPurpose::Retime ? "retime" : "trial"; }
+
+std::optional<RecordPurpose> record_purpose_from_string(std::string_view text) {
+  if (text == "trial") return RecordPurpose::Trial;
+  if (text == "retime") return RecordPurpose::Retime;
+  return std::nullopt;
+}
+
+double latency_estimate(std::vector<double> medians) {
+  if (medians.empty()) return 0;
+  auto upper = medians.begin() + medians.size() / 2;
+  std::nth_element(medians.begin(), upper, medians.end());
+  return *upper;
+}
+
+bool disqualifies(ErrorCode error) { return error == ErrorCode::WrongAnswer || error == ErrorCode::RuntimeError; }
 
 TuningLog::TuningLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TuningLog::TuningLog(TuningLog&&) noexcept = default;
@@ -118,25 +182,20 @@ std::optional<MeasureRecord> TuningLog::best(const std::string& workload_key,
   auto workload = db::find_workload(impl_->conn, workload_key);
   auto target_row = db::find_target(impl_->conn, target);
   if (!workload || !target_row) return std::nullopt;
-  // Only 'ok' rows qualify: a faster wrong_answer or crashed candidate must never be deployed.
-  db::Statement stmt =
-      impl_->conn.prepare((std::string(db::kRecordSelect) +
-                           " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_code = 'ok'"
-                           " ORDER BY r.median_s, r.id LIMIT 1")
-                              .c_str());
-  stmt.bind(1, *workload).bind(2, *target_row);
-  auto rows = read_sound_records(stmt, path());
-  if (rows.empty()) return std::nullopt;
-  return std::move(rows.front());
+  return best_of(impl_->conn, *workload, *target_row);
 }
 
 std::vector<MeasureRecord> TuningLog::best_per_workload_target() const {
-  db::Statement stmt = impl_->conn.prepare(
-      (std::string("WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY workload_id, target_id "
-                   "ORDER BY median_s, id) AS place FROM records WHERE error_code = 'ok') ") +
-       db::kRecordSelect + " JOIN ranked ON ranked.id = r.id AND ranked.place = 1" + kWorkloadTargetOrder)
+  db::Statement pairs = impl_->conn.prepare(
+      (std::string("SELECT DISTINCT r.workload_id, r.target_id FROM records r JOIN workloads w ON w.id = "
+                   "r.workload_id JOIN targets t ON t.id = r.target_id WHERE r.error_code = 'ok'") +
+       kWorkloadTargetOrder)
           .c_str());
-  return read_sound_records(stmt, path());
+  std::vector<MeasureRecord> result;
+  while (pairs.step()) {
+    if (auto best = best_of(impl_->conn, pairs.column_int(0), pairs.column_int(1))) result.push_back(std::move(*best));
+  }
+  return result;
 }
 
 std::vector<MeasureRecord> TuningLog::records(const std::string& workload_key,
@@ -156,10 +215,11 @@ TuningLog::Counts TuningLog::counts() const {
   db::Statement stmt = impl_->conn.prepare(
       "SELECT (SELECT count(*) FROM workloads), (SELECT count(*) FROM targets), "
       "(SELECT count(*) FROM sessions), (SELECT count(*) FROM records), "
-      "(SELECT count(*) FROM records WHERE error_code <> 'ok')");
+      "(SELECT count(*) FROM records WHERE error_code <> 'ok'), "
+      "(SELECT count(*) FROM records WHERE purpose = 'retime')");
   stmt.step();
   return Counts{stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3),
-                stmt.column_int(4)};
+                stmt.column_int(4), stmt.column_int(5)};
 }
 
 std::vector<std::string> TuningLog::check() const {

@@ -51,6 +51,23 @@ struct SessionInfo {
   std::string start_time;
 };
 
+// Why a record was measured. A Trial is one candidate of a search: it counts against the trial budget,
+// and a search never measures a schedule the log already holds as a trial. A Retime measures again a
+// schedule the log holds already (the tuner re-times its leaders, see search/tuner.h), so that one
+// lucky or unlucky timing on a noisy machine cannot decide which schedule is best.
+enum class RecordPurpose { Trial, Retime };
+const char* to_string(RecordPurpose purpose);
+std::optional<RecordPurpose> record_purpose_from_string(std::string_view text);
+
+// What replay ranks a schedule by, from the medians of its Ok records (the trial and its retimes):
+// the upper median (for two timings, the slower one). A schedule timed once is ranked by that timing.
+double latency_estimate(std::vector<double> medians);
+
+// Whether a record with this outcome rules its schedule out of replay, whatever its other records
+// say: it computed a wrong answer or crashed at least once. (A timeout or a failed build of a
+// schedule that also ran correctly says more about the machine at the time.)
+bool disqualifies(ErrorCode error);
+
 // One measured candidate schedule. Doubles must be finite; an Ok record needs at least one sample.
 struct MeasureRecord {
   WorkloadInfo workload;
@@ -66,6 +83,7 @@ struct MeasureRecord {
   std::string timestamp;      // ISO 8601 UTC; filled in by append when empty
   int64_t session_id = 0;     // 0: the session of this handle (begun on demand)
   int64_t id = 0;             // assigned by append; ignored on input
+  RecordPurpose purpose = RecordPurpose::Trial;
 };
 
 // Result of import_jsonl / merge. Each error names the source and line (or record) and the problem;
@@ -105,20 +123,24 @@ class TuningLog {
   // only after COMMIT: once it returns, the records survive a crash of this process.
   std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
 
-  // Replay: the Ok record with the lowest median for (workload key, target); error and
-  // wrong-answer records are never returned. nullopt when there is none (callers then say "no tuned
-  // schedule for workload K on target T"). Throws DatabaseError if the chosen record fails its
-  // checksum, so a damaged log is never silently misread.
+  // Replay: the schedule (trace) of (workload key, target) with the lowest latency_estimate over the
+  // medians of its Ok records. A schedule with a record that disqualifies() it (a wrong answer or a
+  // crash, in its trial or a retime) is never returned. The record returned is the one whose median is the estimate.
+  // nullopt when there is none (callers then say "no tuned schedule for workload K on target T").
+  // Throws DatabaseError if a record it reads fails its checksum, so a damaged log is never
+  // silently misread.
   std::optional<MeasureRecord> best(const std::string& workload_key, const TargetInfo& target) const;
 
-  // The best Ok record of every (workload, target) pair, ordered by workload key then target.
+  // best() of every (workload, target) pair, ordered by workload key then target.
   std::vector<MeasureRecord> best_per_workload_target() const;
 
-  // Every record of (workload key, target), in insertion order (for resuming and training).
+  // Every record of (workload key, target), trials and retimes, in insertion order (for resuming
+  // and training).
   std::vector<MeasureRecord> records(const std::string& workload_key, const TargetInfo& target) const;
 
   struct Counts {
     int64_t workloads = 0, targets = 0, sessions = 0, records = 0, error_records = 0;
+    int64_t retimes = 0;  // records with purpose Retime (part of `records`)
   };
   Counts counts() const;
 

@@ -6,6 +6,8 @@
 //    "session":{"host","label","options_json","start_time","tool_version"},"settings_json":"..",
 //    "target":{"arch","cpu_features","device_name","driver_version","kind","toolkit_version"},
 //    "timestamp":"..","trace_json":"..","v":1,"workload":{"flops","key","text"}}
+// A retime (a schedule measured again, see RecordPurpose) adds "purpose":"retime"; a line without
+// "purpose" is a trial, so exports written before retimes existed import unchanged.
 // Trace, options and settings are carried as strings, not parsed JSON, so their bytes come back
 // exactly as stored. Record and session ids are local to a file and not exported.
 #include <istream>
@@ -48,7 +50,7 @@ json target_json(const TargetInfo& t) {
 namespace {
 
 json to_line(const MeasureRecord& r, const SessionInfo& s) {
-  return json{
+  json line{
       {"v", kFormatVersion},
       {"workload", {{"key", r.workload.key}, {"text", r.workload.text}, {"flops", r.workload.flops}}},
       {"target", target_json(r.target)},
@@ -68,6 +70,8 @@ json to_line(const MeasureRecord& r, const SessionInfo& s) {
       {"settings_json", r.settings_json},
       {"timestamp", r.timestamp},
   };
+  if (r.purpose != RecordPurpose::Trial) line["purpose"] = to_string(r.purpose);
+  return line;
 }
 
 // Field readers for from_line: each names the field (with its object, e.g. "target.arch") in the
@@ -147,6 +151,12 @@ ImportItem from_line(const std::string& line) {
   r.run_s = number_field(j, "run_s");
   r.settings_json = text_field(j, "settings_json");
   r.timestamp = text_field(j, "timestamp");
+  if (j.contains("purpose")) {
+    std::string purpose = text_field(j, "purpose");
+    auto p = record_purpose_from_string(purpose);
+    if (!p) throw LineError{"field 'purpose' must be \"trial\" or \"retime\", not '" + purpose + "'"};
+    r.purpose = *p;
+  }
   if (auto problem = db::validate_record(r)) throw LineError{*problem};
   return item;
 }

@@ -24,6 +24,7 @@ LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter)
       continue;
     }
     for (const MeasureRecord& r : log.records(key, best.target)) {
+      if (r.purpose != RecordPurpose::Trial) continue;  // a retime repeats a trial's schedule
       try {
         Trace trace = trace_from_json(r.trace_json, "record " + std::to_string(r.id));
         ProgramFeatures features = features_of_schedule(*dag, trace, target);

@@ -1,7 +1,9 @@
 #include "search/tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -25,12 +27,64 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 constexpr double kSlowerThanDefault = 10;
 constexpr double kMinRunTimeout_s = 0.5;
 
+// Every timing of one schedule of a task: its trial and its retimes.
+struct Timings {
+  Trace trace;
+  std::vector<double> medians;  // of the Ok records
+  bool failed = false;          // a record of it disqualifies() it: never the best
+};
+
 struct TaskRun {
   std::unique_ptr<Measurer> measurer;
   std::unique_ptr<SearchPolicy> policy;
   Trace default_trace;
+  std::string default_json;                // trace_to_json(default_trace)
+  std::map<std::string, Timings> timings;  // by trace JSON
   TaskStatus status;
 };
+
+void add_timing(TaskRun& run, const Trace& trace, const std::string& trace_json, ErrorCode error, double median_s) {
+  auto [it, inserted] = run.timings.try_emplace(trace_json);
+  if (inserted) it->second.trace = trace;
+  if (error == ErrorCode::Ok && median_s > 0) it->second.medians.push_back(median_s);
+  if (disqualifies(error)) it->second.failed = true;
+}
+
+// Best and default latencies from the timings, by the rule replay uses.
+void refresh_latencies(TaskRun& run) {
+  TaskStatus& s = run.status;
+  s.best_s = 0;
+  s.default_s = 0;
+  for (const auto& [json, t] : run.timings) {
+    if (t.failed || t.medians.empty()) continue;
+    double estimate = latency_estimate(t.medians);
+    if (s.best_s == 0 || estimate < s.best_s) {
+      s.best_s = estimate;
+      s.best_trace_json = json;
+    }
+    if (json == run.default_json) s.default_s = estimate;
+  }
+}
+
+// The schedules to re-time now: the task's `leaders` fastest (by estimate) and its default, those of
+// them with fewer than `wanted` timings; each listed as often as it lacks timings, interleaved.
+std::vector<const std::string*> retime_list(const TaskRun& run, int leaders, int wanted) {
+  std::vector<std::pair<double, const std::string*>> ranked;
+  for (const auto& [json, t] : run.timings)
+    if (!t.failed && !t.medians.empty()) ranked.emplace_back(latency_estimate(t.medians), &json);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<const std::string*> chosen;
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(ranked[i].second);
+  auto def = run.timings.find(run.default_json);
+  if (leaders > 0 && def != run.timings.end() && !def->second.failed && !def->second.medians.empty() &&
+      std::find(chosen.begin(), chosen.end(), &def->first) == chosen.end())
+    chosen.push_back(&def->first);
+  std::vector<const std::string*> order;
+  for (int round = 1; round < wanted; ++round)
+    for (const std::string* json : chosen)
+      if (static_cast<int>(run.timings.at(*json).medians.size()) + round <= wanted) order.push_back(json);
+  return order;
+}
 
 std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   if (options.model == "random") return make_random_model(options.seed);
@@ -50,6 +104,8 @@ void check_tune_options(const TuneOptions& options) {
     throw InputError("--target must be llvm or cuda, not '" + options.target + "'");
   if (options.trials < 1) throw InputError("--trials must be at least 1");
   if (options.batch < 0) throw InputError("--batch must not be negative");
+  if (options.retime_leaders < 0) throw InputError("--retime-leaders must not be negative");
+  if (options.retime_timings < 1) throw InputError("--retime-timings must be at least 1");
   if (options.search.population < 2) throw InputError("--population must be at least 2");
   if (options.search.generations < 0) throw InputError("--generations must not be negative");
   if (!(options.search.crossover_ratio >= 0 && options.search.crossover_ratio <= 1) ||
@@ -95,6 +151,8 @@ std::string tune_options_json(const TuneOptions& o) {
   j["model"] = o.model;
   j["model_path"] = o.model_path;
   j["objective"] = o.objective;
+  j["retime_leaders"] = o.retime_leaders;
+  j["retime_timings"] = o.retime_timings;
   j["search"] = {{"strategy", o.search.strategy},         {"population", o.search.population},
                  {"generations", o.search.generations},   {"crossover_ratio", o.search.crossover_ratio},
                  {"random_ratio", o.search.random_ratio}, {"measured_seeds", o.search.measured_seeds}};
@@ -151,6 +209,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     run.default_trace = gpu ? default_gpu_schedule(task.dag, options.search_target.gpu_spec)
                             : default_schedule(task.dag, options.search_target.cpu);
     run.policy->reserve(run.default_trace);  // measured first, by the tuner; never proposed
+    run.default_json = trace_to_json(run.default_trace);
     TaskStatus& s = run.status;
     s.name = task.name;
     s.workload_key = task.dag.workload_key();
@@ -161,8 +220,10 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     std::vector<Trace> readable;
     std::vector<double> latencies;
     for (const MeasureRecord& r : log.records(s.workload_key, target)) {
-      ++s.trials;
-      if (!ok(r)) ++s.errors;
+      const bool trial = r.purpose == RecordPurpose::Trial;
+      if (trial) ++s.trials;
+      else ++s.retimes;
+      if (trial && !ok(r)) ++s.errors;
       Trace trace;
       try {
         trace = trace_from_json(r.trace_json, "log record " + std::to_string(r.id));
@@ -170,15 +231,10 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         note(std::string("skipping a record the search cannot read: ") + e.what());
         continue;
       }
+      add_timing(run, trace, r.trace_json, r.error, r.median_s);
+      if (!trial) continue;  // a retime repeats a schedule the search was told of already
       run.policy->tell(trace, ok(r) ? r.median_s : std::nan(""));
-      if (ok(r) && (s.best_s == 0 || r.median_s < s.best_s)) {
-        s.best_s = r.median_s;
-        s.best_trace_json = r.trace_json;
-      }
-      if (trace_steps_key(trace) == default_key) {
-        s.default_measured = true;
-        if (ok(r) && (s.default_s == 0 || r.median_s < s.default_s)) s.default_s = r.median_s;
-      }
+      if (trace_steps_key(trace) == default_key) s.default_measured = true;
       readable.push_back(std::move(trace));
       latencies.push_back(ok(r) ? r.median_s : std::nan(""));
     }
@@ -187,6 +243,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     std::vector<std::optional<ProgramFeatures>> features = run.policy->features(traces);  // every core
     for (size_t k = 0; k < features.size(); ++k)
       if (features[k]) history.push_back(TrainingSample{std::move(*features[k]), group, latencies[k]});
+    refresh_latencies(run);
     s.trials_at_start = s.trials;
     s.done = s.trials >= s.budget;
   }
@@ -198,6 +255,29 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   TaskScheduler scheduler(weights);
   for (size_t i = 0; i < runs.size(); ++i)
     if (runs[i].status.done) scheduler.finish(i);
+
+  // Brings the leaders of a task (and its default) up to options.retime_timings timings. Each pass
+  // can reveal a leader that was lucky, which lets the next schedule in; a few passes settle it.
+  auto retime_leaders = [&](TaskRun& run, const WorkloadInfo& workload) {
+    for (int pass = 0; pass < options.retime_leaders; ++pass) {
+      std::vector<const std::string*> order = retime_list(run, options.retime_leaders, options.retime_timings);
+      if (order.empty()) return;
+      std::vector<Candidate> candidates;
+      for (const std::string* json : order) candidates.push_back(Candidate{run.timings.at(*json).trace, Fault::None});
+      std::vector<MeasureResult> results = run.measurer->measure(candidates);
+      std::vector<MeasureRecord> records;
+      for (size_t k = 0; k < results.size(); ++k) {
+        records.push_back(
+            make_record(workload, target, candidates[k].trace, results[k], run.measurer->settings_json()));
+        records.back().purpose = RecordPurpose::Retime;
+      }
+      log.append(records);
+      for (size_t k = 0; k < results.size(); ++k) {
+        add_timing(run, candidates[k].trace, *order[k], results[k].error, results[k].median_s);
+        ++run.status.retimes;
+      }
+    }
+  };
 
   std::vector<TaskStatus> statuses(runs.size());
   auto snapshot = [&]() {
@@ -257,17 +337,13 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       run.policy->tell(traces[k], latency);
       ++s.trials;
       if (!good) ++s.errors;
-      if (good && (s.best_s == 0 || r.median_s < s.best_s)) {
-        s.best_s = r.median_s;
-        s.best_trace_json = records[k].trace_json;
-      }
-      if (k == 0 && !s.default_measured) {
-        s.default_measured = true;
-        if (good) s.default_s = r.median_s;
-      }
+      add_timing(run, traces[k], records[k].trace_json, r.error, r.median_s);
+      if (k == 0 && !s.default_measured) s.default_measured = true;
       if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
     }
     model->update(fresh);
+    retime_leaders(run, workload);
+    refresh_latencies(run);
     s.seconds += seconds_since(round_start);
     scheduler.record(t, s.trials, s.best_s > 0 ? s.best_s : std::numeric_limits<double>::infinity());
     if (s.trials >= s.budget) {

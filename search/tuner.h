@@ -5,7 +5,16 @@
 // the log holds for that target, and measures only the remainder.
 //
 //   per round: task = scheduler.next(); batch = search[task].ask(model); measure; append to the log
-//              (one transaction); search[task].tell(results); model.update(results)
+//              (one transaction); search[task].tell(results); model.update(results);
+//              re-time the leaders
+//
+// Re-timing the leaders: on a noisy machine one timing can make a schedule look 30% faster than it
+// is, and the search would then report (and replay would deploy) a lucky schedule. After each round
+// the task's `retime_leaders` fastest schedules and its default, where they have fewer than
+// `retime_timings` timings, are measured again (interleaved, in one batch) and recorded as retimes
+// (RecordPurpose::Retime): they are not trials, do not count against the budget, and train nothing.
+// Best and default latencies are then latency_estimate() over each schedule's timings, the same rule
+// replay (TuningLog::best) uses.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +47,8 @@ struct TuneOptions {
                                     // the saved session names the one used, "none" without a model)
   std::string model_path;           // a pre-trained XGBoost model to start from
   std::string save_model_path;      // where to save the model at the end ("" : not saved)
+  int retime_leaders = 3;           // fastest schedules re-timed after each round (0: none)
+  int retime_timings = 3;           // timings (the trial's included) a leader is brought up to
   SearchOptions search;
   MeasureOptions measure;
   SearchTarget search_target;
@@ -53,9 +64,10 @@ struct TaskStatus {
   int64_t trials_at_start = 0;
   int64_t budget = 0;
   int64_t errors = 0;          // error records among `trials`
-  double default_s = 0;        // the default schedule's median (0: not measured or failed)
+  int64_t retimes = 0;         // retime records in the log, for this target (not trials)
+  double default_s = 0;        // the default schedule's latency estimate (0: not measured or failed)
   bool default_measured = false;
-  double best_s = 0;           // best median (0: none ran)
+  double best_s = 0;           // lowest latency estimate of a schedule (0: none ran)
   double seconds = 0;          // wall time spent on the task this session
   bool done = false;           // budget reached or space exhausted
   std::string best_trace_json;

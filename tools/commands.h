@@ -83,6 +83,8 @@ struct TuneArgs {
   int population = 0;                // 0: the search default
   int generations = -1;              // -1: the search default
   int batch = 0;
+  int retime_leaders = 3;
+  int retime_timings = 3;
   double time_budget_s = 0;
   int builders = 0;
   int threads = 0;

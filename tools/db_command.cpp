@@ -86,7 +86,8 @@ int info(const Arguments& a, std::ostream& out) {
                           {"targets", c.targets},
                           {"sessions", c.sessions},
                           {"records", c.records},
-                          {"error_records", c.error_records}}
+                          {"error_records", c.error_records},
+                          {"retimes", c.retimes}}
                .dump()
         << '\n';
   } else {
@@ -94,7 +95,8 @@ int info(const Arguments& a, std::ostream& out) {
         << "targets        " << c.targets << "\n"
         << "sessions       " << c.sessions << "\n"
         << "records        " << c.records << "\n"
-        << "error records  " << c.error_records << "\n";
+        << "error records  " << c.error_records << "\n"
+        << "retimes        " << c.retimes << " (of the records: leaders measured again)\n";
   }
   return 0;
 }

@@ -133,6 +133,11 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--generations", tune.generations, "generations per round (default 3)")->check(CLI::Range(0, 1000));
   tune_cmd->add_option("--batch", tune.batch, "candidates measured per round (default 32 CPU, 64 GPU)")
       ->check(CLI::Range(1, 100000));
+  tune_cmd->add_option("--retime-leaders", tune.retime_leaders,
+                       "fastest schedules measured again after each round, with the default (default 3; 0: none)")
+      ->check(CLI::Range(0, 1000));
+  tune_cmd->add_option("--retime-timings", tune.retime_timings, "timings a leader is brought up to (default 3)")
+      ->check(CLI::Range(1, 1000));
   tune_cmd->add_option("--time-budget-s", tune.time_budget_s, "stop after the round that passes this many seconds")
       ->check(CLI::PositiveNumber);
   tune_cmd->add_option("--builders", tune.builders, "parallel builds (default: every core)")->check(CLI::Range(1, 256));

@@ -116,6 +116,8 @@ int cmd_tune(const TuneArgs& args) {
   options.target = args.target;
   options.trials = args.trials;
   options.batch = args.batch;
+  options.retime_leaders = args.retime_leaders;
+  options.retime_timings = args.retime_timings;
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
   options.model = args.model_kind;
@@ -186,6 +188,11 @@ int cmd_tune(const TuneArgs& args) {
   int64_t measured = 0;
   for (const TaskStatus& s : result) measured += s.trials - s.trials_at_start;
   std::cout << measured << " candidates measured this session and recorded in " << args.db << "\n";
+  int64_t retimes = 0;
+  for (const TaskStatus& s : result) retimes += s.retimes;
+  if (retimes > 0)
+    std::cout << "default and best: the upper median of each schedule's timings (its trial and " << retimes
+              << " retimes of the leaders in the log; retimes are not trials)\n";
   return 0;
 }
 

@@ -13,13 +13,14 @@ usage: [ROUNDS=11] [MIN_TIME=0.5] ablation_retime.py TESSEL SUITE WORK OUT CASE.
 Writes OUT/retime.md and OUT/retime.csv.
 """
 import json
-import math
 import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
+
+from log_best import best_by_trial
 
 TESSEL, SUITE, WORK, OUT, CASES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 ROUNDS = int(os.environ.get("ROUNDS", "11"))
@@ -32,21 +33,11 @@ CHECKPOINTS = {
 
 
 def best_at(path, checkpoints):
-    """{checkpoint: (logged median, trace json)} of the best ok record among the first k, for the
-    checkpoints the log reaches and its last trial."""
-    best, out, k = None, {}, 0
-    for line in open(path):
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        k += 1
-        if r["error"] == "ok" and r["median_s"] > 0 and (best is None or r["median_s"] < best[0]):
-            best = (r["median_s"], r["trace_json"])
-        if k in checkpoints and best:
-            out[k] = best
-    if best:
-        out[k] = best
-    return out
+    """{checkpoint: (logged latency, trace json)} of the best schedule after the first k trials (by
+    log_best's rule), for the checkpoints the log reaches and its last trial."""
+    curve = best_by_trial(path)
+    return {k: curve[k - 1] for k in set(checkpoints) | {len(curve)}
+            if 0 < k <= len(curve) and curve[k - 1][1] is not None}
 
 
 def time_one(case, trace_path):

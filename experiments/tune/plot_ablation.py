@@ -1,24 +1,17 @@
 #!/usr/bin/env python3
 """Best-latency-versus-trials curves of the ablation (ablation.sh): ablation.png, curves.csv and a
 README.md table. usage: plot_ablation.py WORK OUT CASE..."""
-import json
 import math
 import sys
+
+from log_best import best_by_trial
 
 WORK, OUT, CASES = sys.argv[1], sys.argv[2], sys.argv[3:]
 METHODS = [("random", "random search"), ("evolution_no_model", "evolution, no model"), ("full", "evolution + XGBoost")]
 
 
 def curve(path):
-    best, out = math.inf, []
-    for line in open(path):
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        if r["error"] == "ok" and r["median_s"] > 0:
-            best = min(best, r["median_s"])
-        out.append(best)
-    return out
+    return [latency for latency, _ in best_by_trial(path)]
 
 
 curves = {(c, m): curve(f"{WORK}/{c}.{m}.jsonl") for c in CASES for m, _ in METHODS}
@@ -39,8 +32,9 @@ for c in CASES:
 table = "\n".join(lines)
 with open(f"{OUT}/README.md", "w") as f:
     f.write("# Search-efficiency ablation on the CPU\n\nCommands (one empty log each): see commands.txt "
-            "(first line: machine, time, commit). Curves: ablation.png, curves.csv (best median after each "
-            "trial, trials in the order they were recorded).\n\n" + table + "\n")
+            "(first line: machine, time, commit). Curves: ablation.png, curves.csv (best latency after each "
+            "trial, trials in the order they were recorded; a schedule's latency is the upper median of its trial's "
+            "median and those of its retimes so far, as tessel's replay ranks them).\n\n" + table + "\n")
 print(table)
 
 import matplotlib

@@ -39,7 +39,7 @@ TEST_CASE("tessel db info, best, check and export on a sound log", "[database][c
   auto counts = nlohmann::json::parse(info.out);
   CHECK(counts ==
         nlohmann::json{
-            {"workloads", 2}, {"targets", 2}, {"sessions", 1}, {"records", 4}, {"error_records", 1}});
+            {"workloads", 2}, {"targets", 2}, {"sessions", 1}, {"records", 4}, {"error_records", 1}, {"retimes", 0}});
   auto text = db({"info", "--db", path});
   CHECK(text.code == 0);
   CHECK_THAT(text.out, Catch::Contains("error records  1"));

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <string>
 
@@ -37,7 +38,11 @@ inline MeasureRecord make_record(const std::string& key, double median, ErrorCod
   MeasureRecord r;
   r.workload = {key, "compute " + key + "(i, j) = A(i, k) * B(k, j)", 2.0e9};
   r.target = target;
-  r.trace_json = R"([{"step":"split","loop":"i","factor":32}])";
+  // One schedule per (median, outcome): records made alike are timings of the same schedule.
+  std::ostringstream trace;
+  trace << std::setprecision(17) << R"([{"step":"split","loop":"i","factor":32,"tag":")" << median << " "
+        << to_string(error) << R"("}])";
+  r.trace_json = trace.str();
   r.samples_s = {median * 1.01, median, median * 0.99};
   r.median_s = median;
   r.error = error;

@@ -126,6 +126,80 @@ TEST_CASE("best() returns the fastest ok record, never an error or wrong answer"
   CHECK(all[1].median_s == 1.5e-3);
 }
 
+TEST_CASE("retimes: best() ranks a schedule by the upper median of its timings", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
+  auto timing = [](const std::string& trace, double median, RecordPurpose purpose,
+                   ErrorCode error = ErrorCode::Ok) {
+    MeasureRecord r = make_record("mm", median, error);
+    r.trace_json = trace;
+    r.purpose = purpose;
+    return r;
+  };
+  const auto trial = RecordPurpose::Trial, retime = RecordPurpose::Retime;
+  // "lucky" logged 1.0 ms once; two retimes say 2.0 and 2.2 ms. "steady" is 1.5 ms.
+  log.append({timing("lucky", 1.0e-3, trial), timing("steady", 1.5e-3, trial)});
+  CHECK(log.best("mm", cpu_target())->trace_json == "lucky");  // one timing each: the fastest
+  log.append({timing("lucky", 2.0e-3, retime)});
+  auto best = log.best("mm", cpu_target());  // two timings: the slower counts
+  REQUIRE(best.has_value());
+  CHECK(best->trace_json == "steady");
+  log.append({timing("lucky", 1.1e-3, retime), timing("steady", 1.6e-3, retime), timing("steady", 1.4e-3, retime)});
+  best = log.best("mm", cpu_target());  // medians: lucky 1.1 of {1.0, 2.0, 1.1}; steady 1.5 of {1.5, 1.6, 1.4}
+  REQUIRE(best.has_value());
+  CHECK(best->trace_json == "lucky");
+  CHECK(best->median_s == 1.1e-3);
+  CHECK(best->purpose == retime);  // the record whose median is the estimate
+  CHECK(latency_estimate({3, 1, 2}) == 2);
+  CHECK(latency_estimate({1, 2}) == 2);
+  CHECK(latency_estimate({4}) == 4);
+
+  SECTION("a timeout in a retime does not rule a schedule out") {
+    log.append({timing("lucky", 0, retime, ErrorCode::RunTimeout)});
+    CHECK(log.best("mm", cpu_target())->trace_json == "lucky");
+  }
+  SECTION("a wrong answer or a crash in any timing does") {
+    ErrorCode error = GENERATE(ErrorCode::WrongAnswer, ErrorCode::RuntimeError);
+    log.append({timing("lucky", 0, retime, error)});
+    CHECK(log.best("mm", cpu_target())->trace_json == "steady");
+    CHECK(log.best_per_workload_target().front().trace_json == "steady");
+  }
+  auto counts = log.counts();
+  CHECK(counts.retimes >= 4);
+  CHECK(counts.records == counts.retimes + 2);
+  CHECK(log.check().empty());
+}
+
+TEST_CASE("retimes keep their purpose through export, import and merge", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("a.db"), TuningLog::Mode::ReadWrite);
+  MeasureRecord trial = make_record("mm", 1e-3), again = make_record("mm", 1.2e-3);
+  again.trace_json = trial.trace_json;
+  again.purpose = RecordPurpose::Retime;
+  log.append({trial, again});
+  std::string text = export_to_string(log);
+  CHECK(text.find(R"("purpose":"retime")") != std::string::npos);
+  CHECK(text.find(R"("purpose":"trial")") == std::string::npos);  // a trial's line is as before retimes
+
+  auto fresh = TuningLog::open(dir.file("b.db"), TuningLog::Mode::ReadWrite);
+  std::istringstream in(text);
+  CHECK(fresh.import_jsonl(in, "a.jsonl").imported == 2);
+  CHECK(export_to_string(fresh) == text);
+  auto records = fresh.records("mm", cpu_target());
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].purpose == RecordPurpose::Trial);
+  CHECK(records[1].purpose == RecordPurpose::Retime);
+  CHECK(fresh.merge(dir.file("a.db")).duplicates == 2);  // the purpose is part of a record's identity
+
+  std::string bad = text.substr(0, text.find('\n'));
+  bad.insert(bad.size() - 1, R"(,"purpose":"rerun")");
+  std::istringstream bad_in(bad + "\n");
+  auto report = fresh.import_jsonl(bad_in, "bad.jsonl");
+  REQUIRE(report.errors.size() == 1);
+  CHECK_THAT(report.errors[0], Catch::Contains("bad.jsonl: line 1") && Catch::Contains("'purpose'") &&
+                                   Catch::Contains("rerun"));
+}
+
 TEST_CASE("hostile text round-trips byte for byte", "[database]") {
   ScratchDir dir;
   auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
@@ -322,8 +396,22 @@ TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[da
     raw_exec(path, "PRAGMA user_version = 7");
     for (auto mode : {TuningLog::Mode::ReadOnly, TuningLog::Mode::ReadWrite}) {
       CHECK_THROWS_WITH(TuningLog::open(path, mode), Catch::Contains("schema version 7") &&
-                                                         Catch::Contains("up to 2") && Catch::Contains(path));
+                                                         Catch::Contains("up to 3") && Catch::Contains(path));
     }
+  }
+  SECTION("version 2, before retimes") {
+    // A file as version 2 left it: no purpose column. Its records' checksums must stay valid.
+    std::string path = dir.file("v2.db");
+    TuningLog::open(path, TuningLog::Mode::ReadWrite).append({make_record("mm", 1e-3), make_record("mm", 2e-3)});
+    raw_exec(path, "ALTER TABLE records DROP COLUMN purpose; PRAGMA user_version = 2;");
+    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
+                      Catch::Contains("schema version 2") && Catch::Contains("migrate"));
+    auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
+    CHECK(log.check().empty());
+    auto records = log.records("mm", cpu_target());
+    REQUIRE(records.size() == 2);
+    CHECK(records[0].purpose == RecordPurpose::Trial);
+    CHECK(log.best("mm", cpu_target())->median_s == 1e-3);
   }
   SECTION("older") {
     // Schema version 1 as the first prototype wrote it: no checksums, no indexes.
@@ -350,7 +438,7 @@ TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[da
         "INSERT INTO sessions VALUES (1, '2023-06-01T00:00:00.000Z', '{}', '0.0.1', 'old-host', 'old');"
         "INSERT INTO records VALUES (1, 1, 1, 1, '[]', '[0.002,0.001,0.003]', 0.002, 'ok', '', 1, 2, '{}',"
         "  '2023-06-01T00:00:01.000Z');"
-        "INSERT INTO records VALUES (2, 1, 1, 1, '[]', '[0.0005]', 0.0005, 'wrong_answer', 'bad', 1, 2, '{}',"
+        "INSERT INTO records VALUES (2, 1, 1, 1, '[1]', '[0.0005]', 0.0005, 'wrong_answer', 'bad', 1, 2, '{}',"
         "  '2023-06-01T00:00:02.000Z');"
         "PRAGMA user_version = 1;");
     CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -32,7 +33,15 @@ std::vector<std::string> tune_args(const std::string& db, const std::string& tri
 }
 
 
-// Each record's schedule steps, which must be distinct within a (workload, target).
+// The records of trials (a retime measures a trial's schedule again and is no trial).
+std::vector<nlohmann::json> trials_of(const std::vector<nlohmann::json>& records) {
+  std::vector<nlohmann::json> trials;
+  for (const nlohmann::json& r : records)
+    if (r.value("purpose", "trial") == "trial") trials.push_back(r);
+  return trials;
+}
+
+// Each record's schedule steps, which must be distinct among the trials of a (workload, target).
 std::vector<std::string> step_keys(const std::vector<nlohmann::json>& records) {
   std::vector<std::string> keys;
   for (const nlohmann::json& r : records) {
@@ -67,8 +76,18 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   REQUIRE(first.exit_code == 0);
   CHECK_THAT(first.out, Catch::Contains("12 candidates measured this session"));
   CHECK_THAT(first.out, Catch::Contains("speedup"));
-  std::vector<nlohmann::json> records = export_records(db);
+  std::vector<nlohmann::json> all = export_records(db);
+  std::vector<nlohmann::json> records = trials_of(all);
   REQUIRE(records.size() == 12);
+  // The leaders and the default were re-timed: each retime repeats a trial's schedule.
+  REQUIRE(all.size() > 12);
+  std::vector<std::string> trial_keys = step_keys(records);
+  for (const nlohmann::json& r : all) {
+    if (r.value("purpose", "trial") != "retime") continue;
+    std::string key = step_keys({r}).front();
+    CHECK(std::count(trial_keys.begin(), trial_keys.end(), key) == 1);
+  }
+  CHECK_THAT(first.out, Catch::Contains("retimes of the leaders"));
   auto objective_of = [](const nlohmann::json& record) {
     return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("objective", "");
   };
@@ -77,17 +96,22 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   RunResult again = tessel(tune_args(db, "12"));
   REQUIRE(again.exit_code == 0);
   CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
-  CHECK(export_records(db).size() == 12);
+  CHECK(export_records(db).size() == all.size());
 
   RunResult more = tessel(tune_args(db, "20", {"--batch", "5", "--objective", "packsum"}));
   INFO(more.err);
   REQUIRE(more.exit_code == 0);
   CHECK_THAT(more.out, Catch::Contains("8 candidates measured this session"));
-  records = export_records(db);
+  records = trials_of(export_records(db));
   REQUIRE(records.size() == 20);
   CHECK(objective_of(records.back()) == "packsum");
   std::vector<std::string> keys = step_keys(records);
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
+
+  std::string plain = dir.file("plain.db");
+  RunResult none = tessel(tune_args(plain, "8", {"--batch", "4", "--retime-leaders", "0"}));
+  REQUIRE(none.exit_code == 0);
+  CHECK(export_records(plain).size() == 8);
 }
 
 TEST_CASE("tune: a tuner killed mid-session resumes with no record lost or duplicated", "[cli][tune]") {
@@ -101,7 +125,7 @@ TEST_CASE("tune: a tuner killed mid-session resumes with no record lost or dupli
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     int status = 0;
     REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still running
-    before = export_records(db).size();
+    before = trials_of(export_records(db)).size();
   }
   REQUIRE(before >= 12);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -109,21 +133,23 @@ TEST_CASE("tune: a tuner killed mid-session resumes with no record lost or dupli
   int status = 0;
   waitpid(pid, &status, 0);
   std::vector<nlohmann::json> survived = export_records(db);
-  REQUIRE(survived.size() >= before);
-  REQUIRE(survived.size() < 40);
-  CHECK(survived.size() % 4 == 0);  // whole rounds only (the first: the default and 3 proposals)
+  const size_t survived_trials = trials_of(survived).size();
+  REQUIRE(survived_trials >= before);
+  REQUIRE(survived_trials < 40);
+  CHECK(survived_trials % 4 == 0);  // whole rounds only (the first: the default and 3 proposals)
 
   RunResult resumed = tessel(args);
   INFO(resumed.out << resumed.err);
   REQUIRE(resumed.exit_code == 0);
-  CHECK_THAT(resumed.out, Catch::Contains(std::to_string(40 - survived.size()) + " candidates measured this session"));
-  CHECK_THAT(resumed.err, Catch::Contains("learning from " + std::to_string(survived.size()) + " records"));
-  std::vector<nlohmann::json> records = export_records(db);
+  CHECK_THAT(resumed.out, Catch::Contains(std::to_string(40 - survived_trials) + " candidates measured this session"));
+  CHECK_THAT(resumed.err, Catch::Contains("learning from " + std::to_string(survived_trials) + " records"));
+  std::vector<nlohmann::json> all = export_records(db);
+  std::vector<nlohmann::json> records = trials_of(all);
   REQUIRE(records.size() == 40);
   // Every record from before the kill is still there, unchanged.
   for (const nlohmann::json& old : survived) {
     bool found = false;
-    for (const nlohmann::json& r : records) found = found || r == old;
+    for (const nlohmann::json& r : all) found = found || r == old;
     CHECK(found);
   }
   std::vector<std::string> keys = step_keys(records);

@@ -1,0 +1,40 @@
+"""The best schedule of an exported tuning log (`tessel db export`) after each trial, by the rule
+tessel's replay and tuner use: a schedule is ranked by the upper median of the medians of its ok
+records (its trial and the retimes of it written so far), and a wrong answer or crash in any of its
+records rules it out. Retimes (lines with "purpose": "retime") are not trials."""
+import json
+import math
+
+DISQUALIFYING = {"wrong_answer", "runtime_error"}
+
+
+def upper_median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def best_by_trial(path):
+    """[(latency estimate in s, trace json)] for trials 1..n, (inf, None) before any schedule ran.
+    The entry of trial k counts every line before trial k + 1, so a round's retimes count for its
+    last trial."""
+    timings, ruled_out, out = {}, set(), []
+
+    def best():
+        ranked = [(upper_median(m), t) for t, m in timings.items() if m and t not in ruled_out]
+        return min(ranked) if ranked else (math.inf, None)
+
+    trials = 0
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("purpose", "trial") == "trial":
+            if trials:
+                out.append(best())
+            trials += 1
+        if r["error"] == "ok" and r["median_s"] > 0:
+            timings.setdefault(r["trace_json"], []).append(r["median_s"])
+        elif r["error"] in DISQUALIFYING:
+            ruled_out.add(r["trace_json"])
+    if trials:
+        out.append(best())
+    return out

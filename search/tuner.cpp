@@ -256,19 +256,33 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   for (size_t i = 0; i < runs.size(); ++i)
     if (runs[i].status.done) scheduler.finish(i);
 
+  // The task's measurer, made on first use; a candidate far slower than the default is cut off.
+  auto measurer_of = [&](size_t t) -> Measurer& {
+    TaskRun& run = runs[t];
+    if (!run.measurer) run.measurer = std::make_unique<Measurer>(tasks[t].dag, options.measure);
+    if (run.status.default_s > 0)
+      run.measurer->set_run_timeout(std::min(options.measure.run_timeout_s,
+                                             std::max(kMinRunTimeout_s, kSlowerThanDefault * run.status.default_s)));
+    return *run.measurer;
+  };
+  auto workload_of = [&](size_t t) {
+    return WorkloadInfo{runs[t].status.workload_key, tasks[t].dag.to_text(), tasks[t].dag.flops()};
+  };
   // Brings the leaders of a task (and its default) up to options.retime_timings timings. Each pass
   // can reveal a leader that was lucky, which lets the next schedule in; a few passes settle it.
-  auto retime_leaders = [&](TaskRun& run, const WorkloadInfo& workload) {
+  auto retime_leaders = [&](size_t t) {
+    TaskRun& run = runs[t];
     for (int pass = 0; pass < options.retime_leaders; ++pass) {
       std::vector<const std::string*> order = retime_list(run, options.retime_leaders, options.retime_timings);
-      if (order.empty()) return;
+      if (order.empty()) break;
+      Measurer& measurer = measurer_of(t);
       std::vector<Candidate> candidates;
       for (const std::string* json : order) candidates.push_back(Candidate{run.timings.at(*json).trace, Fault::None});
-      std::vector<MeasureResult> results = run.measurer->measure(candidates);
+      std::vector<MeasureResult> results = measurer.measure(candidates);
       std::vector<MeasureRecord> records;
+      const WorkloadInfo workload = workload_of(t);
       for (size_t k = 0; k < results.size(); ++k) {
-        records.push_back(
-            make_record(workload, target, candidates[k].trace, results[k], run.measurer->settings_json()));
+        records.push_back(make_record(workload, target, candidates[k].trace, results[k], measurer.settings_json()));
         records.back().purpose = RecordPurpose::Retime;
       }
       log.append(records);
@@ -277,7 +291,15 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         ++run.status.retimes;
       }
     }
+    refresh_latencies(run);
   };
+  // A task done before the session starts gets no round; its leaders (in a log written before
+  // retimes existed, or by a session killed while re-timing) are settled here.
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].status.done && !retime_list(runs[i], options.retime_leaders, options.retime_timings).empty()) {
+      note(runs[i].status.name + ": re-timing the leaders the log holds");
+      retime_leaders(i);
+    }
 
   std::vector<TaskStatus> statuses(runs.size());
   auto snapshot = [&]() {
@@ -293,10 +315,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     TaskRun& run = runs[t];
     TaskStatus& s = run.status;
     const Clock::time_point round_start = Clock::now();
-    if (!run.measurer) run.measurer = std::make_unique<Measurer>(tasks[t].dag, options.measure);
-    if (s.default_s > 0)
-      run.measurer->set_run_timeout(std::min(options.measure.run_timeout_s,
-                                             std::max(kMinRunTimeout_s, kSlowerThanDefault * s.default_s)));
+    Measurer& measurer = measurer_of(t);
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
     std::vector<std::optional<ProgramFeatures>> features;
@@ -317,15 +336,15 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     }
     std::vector<Candidate> candidates;
     for (const Trace& trace : traces) candidates.push_back(Candidate{trace, Fault::None});
-    run.measurer->on_build_progress([&](size_t built, size_t total) {
+    measurer.on_build_progress([&](size_t built, size_t total) {
       if (callbacks.on_build) callbacks.on_build(t, built, total);
     });
-    std::vector<MeasureResult> results = run.measurer->measure(candidates);
+    std::vector<MeasureResult> results = measurer.measure(candidates);
 
     std::vector<MeasureRecord> records;
-    const WorkloadInfo workload{s.workload_key, tasks[t].dag.to_text(), tasks[t].dag.flops()};
+    const WorkloadInfo workload = workload_of(t);
     for (size_t k = 0; k < results.size(); ++k)
-      records.push_back(make_record(workload, target, traces[k], results[k], run.measurer->settings_json()));
+      records.push_back(make_record(workload, target, traces[k], results[k], measurer.settings_json()));
     log.append(records);  // committed before anything below counts the round
 
     std::vector<TrainingSample> fresh;
@@ -342,8 +361,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
     }
     model->update(fresh);
-    retime_leaders(run, workload);
-    refresh_latencies(run);
+    retime_leaders(t);
     s.seconds += seconds_since(round_start);
     scheduler.record(t, s.trials, s.best_s > 0 ? s.best_s : std::numeric_limits<double>::infinity());
     if (s.trials >= s.budget) {

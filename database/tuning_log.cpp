@@ -211,7 +211,7 @@ std::vector<MeasureRecord> TuningLog::records(const std::string& workload_key,
 }
 
 TuningLog::Counts TuningLog::counts() const {
-  // One statement, so that all five numbers come from the same snapshot.
+  // One statement, so that all the numbers come from the same snapshot.
   db::Statement stmt = impl_->conn.prepare(
       "SELECT (SELECT count(*) FROM workloads), (SELECT count(*) FROM targets), "
       "(SELECT count(*) FROM sessions), (SELECT count(*) FROM records), "

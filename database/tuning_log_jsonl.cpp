@@ -6,8 +6,10 @@
 //    "session":{"host","label","options_json","start_time","tool_version"},"settings_json":"..",
 //    "target":{"arch","cpu_features","device_name","driver_version","kind","toolkit_version"},
 //    "timestamp":"..","trace_json":"..","v":1,"workload":{"flops","key","text"}}
-// A retime (a schedule measured again, see RecordPurpose) adds "purpose":"retime"; a line without
-// "purpose" is a trial, so exports written before retimes existed import unchanged.
+// Format version 2, for retimes only (a schedule measured again, see RecordPurpose): the same with
+// "purpose":"retime" and "v":2, so that a tessel that knows only version 1 refuses the line instead
+// of importing it as a trial. A line without "purpose" is a trial; trials keep "v":1, so exports
+// written before retimes existed and exports of logs without retimes are unchanged.
 // Trace, options and settings are carried as strings, not parsed JSON, so their bytes come back
 // exactly as stored. Record and session ids are local to a file and not exported.
 #include <istream>
@@ -26,7 +28,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 1;         // a trial's line
+constexpr int kRetimeFormatVersion = 2;   // a retime's line (adds "purpose")
 constexpr size_t kImportBatch = 256;  // records per write transaction while importing
 
 // A record read from a line or another log, with its session and where it came from.
@@ -70,7 +73,10 @@ json to_line(const MeasureRecord& r, const SessionInfo& s) {
       {"settings_json", r.settings_json},
       {"timestamp", r.timestamp},
   };
-  if (r.purpose != RecordPurpose::Trial) line["purpose"] = to_string(r.purpose);
+  if (r.purpose != RecordPurpose::Trial) {
+    line["purpose"] = to_string(r.purpose);
+    line["v"] = kRetimeFormatVersion;
+  }
   return line;
 }
 
@@ -114,9 +120,9 @@ ImportItem from_line(const std::string& line) {
   if (!j.is_object()) throw LineError{"not a JSON object"};
   const json& version = field(j, "v", "");
   if (!version.is_number_integer()) throw LineError{"field 'v' must be an integer"};
-  if (version.get<int64_t>() != kFormatVersion) {
-    throw LineError{"unsupported format version " + version.dump() + " (this tessel reads version " +
-                    std::to_string(kFormatVersion) + ")"};
+  if (version.get<int64_t>() != kFormatVersion && version.get<int64_t>() != kRetimeFormatVersion) {
+    throw LineError{"unsupported format version " + version.dump() + " (this tessel reads versions " +
+                    std::to_string(kFormatVersion) + " and " + std::to_string(kRetimeFormatVersion) + ")"};
   }
   ImportItem item;
   MeasureRecord& r = item.record;
@@ -151,7 +157,12 @@ ImportItem from_line(const std::string& line) {
   r.run_s = number_field(j, "run_s");
   r.settings_json = text_field(j, "settings_json");
   r.timestamp = text_field(j, "timestamp");
-  if (j.contains("purpose")) {
+  const bool retime_format = version.get<int64_t>() == kRetimeFormatVersion;
+  if (j.contains("purpose") != retime_format) {
+    throw LineError{retime_format ? "a version 2 line needs field 'purpose'"
+                                  : "field 'purpose' needs format version 2"};
+  }
+  if (retime_format) {
     std::string purpose = text_field(j, "purpose");
     auto p = record_purpose_from_string(purpose);
     if (!p) throw LineError{"field 'purpose' must be \"trial\" or \"retime\", not '" + purpose + "'"};

@@ -22,11 +22,11 @@ struct LogSamples {
   std::vector<std::string> skipped;        // "workload K record N: why" for records that gave no sample
 };
 
-// Every record of every (workload, target) of the filter's kind, in the log's order. The group of a
-// sample is "<workload key>/<target kind>"; failed records become samples with latency 0 (throughput
-// 0). A record whose workload text no longer parses, whose trace no longer parses, applies or
-// lowers goes to `skipped` with the reason. Only pairs with at least one successful record are
-// visited (the log enumerates pairs through their best record).
+// Every trial record (not the retimes) of every (workload, target) of the filter's kind, in the
+// log's order. The group of a sample is "<workload key>/<target kind>"; failed records become
+// samples with latency 0 (throughput 0). A record whose workload text no longer parses, whose trace
+// no longer parses, applies or lowers goes to `skipped` with the reason. Only pairs that replay has
+// a schedule for are visited (the log enumerates pairs through best_per_workload_target).
 LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter);
 
 }  // namespace tessel

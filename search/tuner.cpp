@@ -31,6 +31,7 @@ constexpr double kMinRunTimeout_s = 0.5;
 struct Timings {
   Trace trace;
   std::vector<double> medians;  // of the Ok records
+  int attempts = 0;             // records of it, failed ones included (a timeout counts as a timing tried)
   bool failed = false;          // a record of it disqualifies() it: never the best
 };
 
@@ -46,6 +47,7 @@ struct TaskRun {
 void add_timing(TaskRun& run, const Trace& trace, const std::string& trace_json, ErrorCode error, double median_s) {
   auto [it, inserted] = run.timings.try_emplace(trace_json);
   if (inserted) it->second.trace = trace;
+  ++it->second.attempts;
   if (error == ErrorCode::Ok && median_s > 0) it->second.medians.push_back(median_s);
   if (disqualifies(error)) it->second.failed = true;
 }
@@ -67,7 +69,7 @@ void refresh_latencies(TaskRun& run) {
 }
 
 // The schedules to re-time now: the task's `leaders` fastest (by estimate) and its default, those of
-// them with fewer than `wanted` timings; each listed as often as it lacks timings, interleaved.
+// them with fewer than `wanted` records (timings tried); each listed as often as it lacks them, interleaved.
 std::vector<const std::string*> retime_list(const TaskRun& run, int leaders, int wanted) {
   std::vector<std::pair<double, const std::string*>> ranked;
   for (const auto& [json, t] : run.timings)
@@ -82,7 +84,7 @@ std::vector<const std::string*> retime_list(const TaskRun& run, int leaders, int
   std::vector<const std::string*> order;
   for (int round = 1; round < wanted; ++round)
     for (const std::string* json : chosen)
-      if (static_cast<int>(run.timings.at(*json).medians.size()) + round <= wanted) order.push_back(json);
+      if (run.timings.at(*json).attempts + round <= wanted) order.push_back(json);
   return order;
 }
 
@@ -234,7 +236,10 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       add_timing(run, trace, r.trace_json, r.error, r.median_s);
       if (!trial) continue;  // a retime repeats a schedule the search was told of already
       run.policy->tell(trace, ok(r) ? r.median_s : std::nan(""));
-      if (trace_steps_key(trace) == default_key) s.default_measured = true;
+      if (trace_steps_key(trace) == default_key && !s.default_measured) {
+        s.default_measured = true;
+        run.default_json = r.trace_json;  // as stored: its decisions may differ from today's default's
+      }
       readable.push_back(std::move(trace));
       latencies.push_back(ok(r) ? r.median_s : std::nan(""));
     }
@@ -283,6 +288,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       const WorkloadInfo workload = workload_of(t);
       for (size_t k = 0; k < results.size(); ++k) {
         records.push_back(make_record(workload, target, candidates[k].trace, results[k], measurer.settings_json()));
+        records.back().trace_json = *order[k];  // the string its trial is stored under
         records.back().purpose = RecordPurpose::Retime;
       }
       log.append(records);
@@ -330,6 +336,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     }
     if (traces.empty()) {
       note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
+      retime_leaders(t);  // a resumed task can end here without a round
       s.done = true;
       scheduler.finish(t);
       continue;

@@ -1,8 +1,9 @@
 // The tuning loop: tasks (workloads) on one target, searched round by round, every measured
 // candidate recorded in the tuning log, which is also the session's memory. `trials` is the budget
-// per (workload, target) counted over the whole log: a restarted session reads each task's records,
-// skips tasks already done, seeds its search and its model from them, never re-measures a schedule
-// the log holds for that target, and measures only the remainder.
+// per (workload, target), counted over the trial records of the whole log: a restarted session reads
+// each task's records, searches no further in tasks already done (it only settles their leaders, see
+// below), seeds its search and its model from the trials, never makes a trial of a schedule the log
+// holds for that target, and measures only the remainder.
 //
 //   per round: task = scheduler.next(); batch = search[task].ask(model); measure; append to the log
 //              (one transaction); search[task].tell(results); model.update(results);

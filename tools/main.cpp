@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
   tessel::ModelArgs model;
   CLI::App* model_cmd = app.add_subcommand("model", "train the cost model on a tuning log, or evaluate its ranking");
   model_cmd->require_subcommand(1);
-  CLI::App* train_cmd = model_cmd->add_subcommand("train", "train the XGBoost cost model on every record of a target");
+  CLI::App* train_cmd =
+      model_cmd->add_subcommand("train", "train the XGBoost cost model on every trial record of a target");
   train_cmd->add_option("--db", model.db, "tuning log (SQLite) to learn from (required)");
   train_cmd->add_option("-o,--output", model.output, "where to save the model (JSON, required)");
   train_cmd->add_option("--target", model.target, "llvm (default) or cuda");

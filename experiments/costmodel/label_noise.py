@@ -21,7 +21,8 @@ text = subprocess.run([tessel, "show", "--suite", suite, "--case", case, "--emit
                       capture_output=True, text=True).stdout.strip()
 records = [json.loads(line) for line in open(export) if line.strip()]
 ok = [r for r in records
-      if r["error"] == "ok" and r["target"]["kind"] == "llvm" and r["workload"]["text"].strip() == text]
+      if r["error"] == "ok" and r["target"]["kind"] == "llvm" and r["workload"]["text"].strip() == text
+      and r.get("purpose", "trial") == "trial"]  # a retime repeats a trial's schedule
 if len(ok) < 2:
     sys.exit(f"error: {export} holds {len(ok)} ok records of {case}")
 picked = rng.sample(ok, min(n, len(ok)))

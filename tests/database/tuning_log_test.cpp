@@ -189,15 +189,29 @@ TEST_CASE("retimes keep their purpose through export, import and merge", "[datab
   REQUIRE(records.size() == 2);
   CHECK(records[0].purpose == RecordPurpose::Trial);
   CHECK(records[1].purpose == RecordPurpose::Retime);
-  CHECK(fresh.merge(dir.file("a.db")).duplicates == 2);  // the purpose is part of a record's identity
+  CHECK(fresh.merge(dir.file("a.db")).duplicates == 2);
+  // The purpose is part of a record's identity: the retime's line as a trial is another record.
+  std::string retime_line = text.substr(text.find('\n') + 1);
+  CHECK(retime_line.find(R"("v":2)") != std::string::npos);  // a version-1 reader refuses it
+  std::string as_trial = retime_line;
+  as_trial.erase(as_trial.find(R"("purpose":"retime",)"), std::string(R"("purpose":"retime",)").size());
+  as_trial.replace(as_trial.find(R"("v":2)"), 5, R"("v":1)");
+  std::istringstream trial_in(as_trial);
+  auto as_trial_report = fresh.import_jsonl(trial_in, "as_trial.jsonl");
+  CHECK(as_trial_report.errors.empty());
+  CHECK(as_trial_report.imported == 1);
 
-  std::string bad = text.substr(0, text.find('\n'));
-  bad.insert(bad.size() - 1, R"(,"purpose":"rerun")");
-  std::istringstream bad_in(bad + "\n");
+  std::string bad = retime_line;
+  const std::string marked = R"("purpose":"retime")";
+  bad.replace(bad.find(marked), marked.size(), R"("purpose":"rerun")");
+  std::string unmarked = as_trial;
+  unmarked.replace(unmarked.find(R"("v":1)"), 5, R"("v":2)");
+  std::istringstream bad_in(bad + unmarked);
   auto report = fresh.import_jsonl(bad_in, "bad.jsonl");
-  REQUIRE(report.errors.size() == 1);
+  REQUIRE(report.errors.size() == 2);
   CHECK_THAT(report.errors[0], Catch::Contains("bad.jsonl: line 1") && Catch::Contains("'purpose'") &&
                                    Catch::Contains("rerun"));
+  CHECK_THAT(report.errors[1], Catch::Contains("bad.jsonl: line 2") && Catch::Contains("needs field 'purpose'"));
 }
 
 TEST_CASE("hostile text round-trips byte for byte", "[database]") {
@@ -304,7 +318,7 @@ TEST_CASE("a bad line is reported with its line number and the good lines import
                       "{not json\n" +                            // 2
                       without(line1, "trace_json") + "\n" +      // 3
                       "\n" +                                     // 4 blank: ignored
-                      with(line1, "v", 2) + "\n" +               // 5
+                      with(line1, "v", 3) + "\n" +               // 5
                       with(line1, "samples_s", "fast") + "\n" +  // 6
                       with(line1, "error", "exploded") + "\n" +  // 7
                       "[1,2,3]\r\n" +                            // 8
@@ -317,7 +331,7 @@ TEST_CASE("a bad line is reported with its line number and the good lines import
   REQUIRE(report.errors.size() == 6);
   CHECK_THAT(report.errors[0], Catch::StartsWith("shared.jsonl: line 2: invalid JSON"));
   CHECK(report.errors[1] == "shared.jsonl: line 3: missing field 'trace_json'");
-  CHECK_THAT(report.errors[2], Catch::StartsWith("shared.jsonl: line 5: unsupported format version 2"));
+  CHECK_THAT(report.errors[2], Catch::StartsWith("shared.jsonl: line 5: unsupported format version 3"));
   CHECK(report.errors[3] == "shared.jsonl: line 6: field 'samples_s' must be an array of numbers");
   CHECK(report.errors[4] == "shared.jsonl: line 7: unknown error code 'exploded'");
   CHECK(report.errors[5] == "shared.jsonl: line 8: not a JSON object");

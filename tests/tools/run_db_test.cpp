@@ -44,6 +44,12 @@ TEST_CASE("run --record appends one checked record per run and prints after the 
   CHECK(counts["records"] == 2);
   CHECK(counts["workloads"] == 1);
   CHECK(counts["error_records"] == 0);
+  CHECK(counts["retimes"] == 0);
+  // The default schedule once more: the log holds it, so this is a retime, not a second trial.
+  REQUIRE(tessel(matmul_run(db, {"--record"})).exit_code == 0);
+  counts = info(db);
+  CHECK(counts["records"] == 3);
+  CHECK(counts["retimes"] == 1);
 }
 
 TEST_CASE("run --best replays the fastest recorded schedule", "[cli][db]") {

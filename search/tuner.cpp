@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include "schedule/te/error.h"
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
+#include "search/schedule_timings.h"
 #include "search/task_scheduler.h"
 
 namespace tessel {
@@ -27,65 +27,20 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 constexpr double kSlowerThanDefault = 10;
 constexpr double kMinRunTimeout_s = 0.5;
 
-// Every timing of one schedule of a task: its trial and its retimes.
-struct Timings {
-  Trace trace;
-  std::vector<double> medians;  // of the Ok records
-  int attempts = 0;             // records of it, failed ones included (a timeout counts as a timing tried)
-  bool failed = false;          // a record of it disqualifies() it: never the best
-};
-
 struct TaskRun {
   std::unique_ptr<Measurer> measurer;
   std::unique_ptr<SearchPolicy> policy;
   Trace default_trace;
-  std::string default_json;                // trace_to_json(default_trace)
-  std::map<std::string, Timings> timings;  // by trace JSON
+  ScheduleTimings timings;
   TaskStatus status;
 };
 
-void add_timing(TaskRun& run, const Trace& trace, const std::string& trace_json, ErrorCode error, double median_s) {
-  auto [it, inserted] = run.timings.try_emplace(trace_json);
-  if (inserted) it->second.trace = trace;
-  ++it->second.attempts;
-  if (error == ErrorCode::Ok && median_s > 0) it->second.medians.push_back(median_s);
-  if (disqualifies(error)) it->second.failed = true;
-}
-
 // Best and default latencies from the timings, by the rule replay uses.
 void refresh_latencies(TaskRun& run) {
-  TaskStatus& s = run.status;
-  s.best_s = 0;
-  s.default_s = 0;
-  for (const auto& [json, t] : run.timings) {
-    if (t.failed || t.medians.empty()) continue;
-    double estimate = latency_estimate(t.medians);
-    if (s.best_s == 0 || estimate < s.best_s) {
-      s.best_s = estimate;
-      s.best_trace_json = json;
-    }
-    if (json == run.default_json) s.default_s = estimate;
-  }
-}
-
-// The schedules to re-time now: the task's `leaders` fastest (by estimate) and its default, those of
-// them with fewer than `wanted` records (timings tried); each listed as often as it lacks them, interleaved.
-std::vector<const std::string*> retime_list(const TaskRun& run, int leaders, int wanted) {
-  std::vector<std::pair<double, const std::string*>> ranked;
-  for (const auto& [json, t] : run.timings)
-    if (!t.failed && !t.medians.empty()) ranked.emplace_back(latency_estimate(t.medians), &json);
-  std::sort(ranked.begin(), ranked.end());
-  std::vector<const std::string*> chosen;
-  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(ranked[i].second);
-  auto def = run.timings.find(run.default_json);
-  if (leaders > 0 && def != run.timings.end() && !def->second.failed && !def->second.medians.empty() &&
-      std::find(chosen.begin(), chosen.end(), &def->first) == chosen.end())
-    chosen.push_back(&def->first);
-  std::vector<const std::string*> order;
-  for (int round = 1; round < wanted; ++round)
-    for (const std::string* json : chosen)
-      if (run.timings.at(*json).attempts + round <= wanted) order.push_back(json);
-  return order;
+  ScheduleTimings::Latencies l = run.timings.latencies();
+  run.status.best_s = l.best_s;
+  run.status.best_trace_json = l.best_json;
+  run.status.default_s = l.default_s;
 }
 
 std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
@@ -211,7 +166,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     run.default_trace = gpu ? default_gpu_schedule(task.dag, options.search_target.gpu_spec)
                             : default_schedule(task.dag, options.search_target.cpu);
     run.policy->reserve(run.default_trace);  // measured first, by the tuner; never proposed
-    run.default_json = trace_to_json(run.default_trace);
+    run.timings.set_default(trace_to_json(run.default_trace));
     TaskStatus& s = run.status;
     s.name = task.name;
     s.workload_key = task.dag.workload_key();
@@ -233,12 +188,12 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         note(std::string("skipping a record the search cannot read: ") + e.what());
         continue;
       }
-      add_timing(run, trace, r.trace_json, r.error, r.median_s);
+      run.timings.add(trace, r.trace_json, r.error, r.median_s);
       if (!trial) continue;  // a retime repeats a schedule the search was told of already
       run.policy->tell(trace, ok(r) ? r.median_s : std::nan(""));
       if (trace_steps_key(trace) == default_key && !s.default_measured) {
         s.default_measured = true;
-        run.default_json = r.trace_json;  // as stored: its decisions may differ from today's default's
+        run.timings.set_default(r.trace_json);  // as stored: its decisions may differ from today's default's
       }
       readable.push_back(std::move(trace));
       latencies.push_back(ok(r) ? r.median_s : std::nan(""));
@@ -278,22 +233,23 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   auto retime_leaders = [&](size_t t) {
     TaskRun& run = runs[t];
     for (int pass = 0; pass < options.retime_leaders; ++pass) {
-      std::vector<const std::string*> order = retime_list(run, options.retime_leaders, options.retime_timings);
+      std::vector<ScheduleTimings::Retime> order =
+          run.timings.retime_list(options.retime_leaders, options.retime_timings);
       if (order.empty()) break;
       Measurer& measurer = measurer_of(t);
       std::vector<Candidate> candidates;
-      for (const std::string* json : order) candidates.push_back(Candidate{run.timings.at(*json).trace, Fault::None});
+      for (const ScheduleTimings::Retime& r : order) candidates.push_back(Candidate{r.trace, Fault::None});
       std::vector<MeasureResult> results = measurer.measure(candidates);
       std::vector<MeasureRecord> records;
       const WorkloadInfo workload = workload_of(t);
       for (size_t k = 0; k < results.size(); ++k) {
         records.push_back(make_record(workload, target, candidates[k].trace, results[k], measurer.settings_json()));
-        records.back().trace_json = *order[k];  // the string its trial is stored under
+        records.back().trace_json = order[k].json;  // the string its trial is stored under
         records.back().purpose = RecordPurpose::Retime;
       }
       log.append(records);
       for (size_t k = 0; k < results.size(); ++k) {
-        add_timing(run, candidates[k].trace, *order[k], results[k].error, results[k].median_s);
+        run.timings.add(order[k].trace, order[k].json, results[k].error, results[k].median_s);
         ++run.status.retimes;
       }
     }
@@ -302,7 +258,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   // A task done before the session starts gets no round; its leaders (in a log written before
   // retimes existed, or by a session killed while re-timing) are settled here.
   for (size_t i = 0; i < runs.size(); ++i)
-    if (runs[i].status.done && !retime_list(runs[i], options.retime_leaders, options.retime_timings).empty()) {
+    if (runs[i].status.done && !runs[i].timings.retime_list(options.retime_leaders, options.retime_timings).empty()) {
       note(runs[i].status.name + ": re-timing the leaders the log holds");
       retime_leaders(i);
     }
@@ -363,7 +319,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       run.policy->tell(traces[k], latency);
       ++s.trials;
       if (!good) ++s.errors;
-      add_timing(run, traces[k], records[k].trace_json, r.error, r.median_s);
+      run.timings.add(traces[k], records[k].trace_json, r.error, r.median_s);
       if (k == 0 && !s.default_measured) s.default_measured = true;
       if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
     }

@@ -1,0 +1,51 @@
+#include "search/schedule_timings.h"
+
+#include <algorithm>
+
+namespace tessel {
+
+void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode error, double median_s) {
+  auto [it, inserted] = entries_.try_emplace(json);
+  Entry& e = it->second;
+  if (inserted) e.trace = trace;
+  ++e.tried;
+  if (error == ErrorCode::Ok && median_s > 0) e.medians.push_back(median_s);
+  if (disqualifies(error)) e.ruled_out = true;
+}
+
+ScheduleTimings::Latencies ScheduleTimings::latencies() const {
+  Latencies out;
+  for (const auto& [json, e] : entries_) {
+    if (!rankable(e)) continue;
+    double estimate = latency_estimate(e.medians);
+    if (out.best_s == 0 || estimate < out.best_s) {
+      out.best_s = estimate;
+      out.best_json = json;
+    }
+    if (json == default_json_) out.default_s = estimate;
+  }
+  return out;
+}
+
+std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted) const {
+  if (leaders <= 0) return {};
+  std::vector<std::pair<double, const std::string*>> ranked;
+  for (const auto& [json, e] : entries_)
+    if (rankable(e)) ranked.emplace_back(latency_estimate(e.medians), &json);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<const std::string*> chosen;
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(ranked[i].second);
+  auto def = entries_.find(default_json_);
+  if (def != entries_.end() && rankable(def->second) &&
+      std::find(chosen.begin(), chosen.end(), &def->first) == chosen.end())
+    chosen.push_back(&def->first);
+  std::vector<Retime> order;
+  for (int turn = 1; turn < wanted; ++turn)
+    for (const std::string* json : chosen) {
+      const Entry& e = entries_.at(*json);
+      if (e.tried + turn <= wanted) order.push_back(Retime{*json, e.trace});
+    }
+  return order;
+}
+
+}  // namespace tessel

@@ -1,0 +1,54 @@
+// The timings of each schedule a tuning task has measured — its trial and its retimes — and what
+// the tuner reads from them: the best and default latencies (by latency_estimate, the rule replay
+// uses) and which leaders to re-time next (see "re-timing the leaders" in search/tuner.h).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "database/tuning_log.h"
+#include "schedule/state/trace.h"
+
+namespace tessel {
+
+class ScheduleTimings {
+ public:
+  // `default_json`: the default schedule's trace JSON as the log stores it.
+  explicit ScheduleTimings(std::string default_json = "") : default_json_(std::move(default_json)) {}
+  void set_default(std::string json) { default_json_ = std::move(json); }
+
+  // One record of the schedule `json` (its trace JSON as stored). An Ok record adds a timing; any
+  // record counts as a timing tried; one that disqualifies() rules the schedule out.
+  void add(const Trace& trace, const std::string& json, ErrorCode error, double median_s);
+
+  struct Latencies {
+    double best_s = 0;  // lowest estimate of a schedule not ruled out (0: none)
+    std::string best_json;
+    double default_s = 0;  // the default's estimate (0: no Ok timing, or ruled out)
+  };
+  Latencies latencies() const;
+
+  struct Retime {
+    std::string json;
+    Trace trace;
+  };
+  // What to measure again now: the `leaders` fastest schedules and the default (when leaders > 0),
+  // those of them with fewer than `wanted` timings tried, each as often as it lacks them, the
+  // schedules taking turns (A B C A B C ...), so that every one meets the machine's states alike.
+  std::vector<Retime> retime_list(int leaders, int wanted) const;
+
+ private:
+  struct Entry {
+    Trace trace;
+    std::vector<double> medians;  // of the Ok records
+    int tried = 0;                // records, failed ones included (a timeout is a timing tried)
+    bool ruled_out = false;
+  };
+  bool rankable(const Entry& e) const { return !e.ruled_out && !e.medians.empty(); }
+
+  std::map<std::string, Entry> entries_;  // by trace JSON
+  std::string default_json_;
+};
+
+}  // namespace tessel

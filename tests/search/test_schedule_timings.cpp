@@ -1,0 +1,75 @@
+// ScheduleTimings: the tuner's view of each schedule's timings — best and default latencies by the
+// replay rule, and which leaders it re-times, how often, in which order.
+#include "search/schedule_timings.h"
+
+#include <catch2/catch.hpp>
+
+using namespace tessel;
+
+namespace {
+
+Trace named(const std::string& name) {
+  Trace t;
+  t.sketch = name;
+  return t;
+}
+
+// Adds a record of schedule `name` (its JSON is its name here).
+void add(ScheduleTimings& timings, const std::string& name, double ms, ErrorCode error = ErrorCode::Ok) {
+  timings.add(named(name), name, error, ms * 1e-3);
+}
+
+std::vector<std::string> names(const std::vector<ScheduleTimings::Retime>& list) {
+  std::vector<std::string> out;
+  for (const auto& r : list) {
+    CHECK(r.trace.sketch == r.json);  // the trace travels with its JSON
+    out.push_back(r.json);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("schedule timings: best and default by the upper median; ruled-out schedules never best",
+          "[search][retime]") {
+  ScheduleTimings t("default");
+  CHECK(t.latencies().best_s == 0);
+  add(t, "default", 2.0);
+  add(t, "lucky", 1.0);
+  add(t, "steady", 1.5);
+  CHECK(t.latencies().best_json == "lucky");
+  add(t, "lucky", 2.2);  // two timings: the slower counts
+  CHECK(t.latencies().best_json == "steady");
+  CHECK(t.latencies().best_s == Approx(1.5e-3));
+  CHECK(t.latencies().default_s == Approx(2.0e-3));
+  add(t, "steady", 0, ErrorCode::RunTimeout);  // tried, no timing, not ruled out
+  CHECK(t.latencies().best_json == "steady");
+  add(t, "steady", 0, ErrorCode::WrongAnswer);
+  CHECK(t.latencies().best_json == "default");  // lucky: upper median of {1.0, 2.2} = 2.2
+  add(t, "default", 0, ErrorCode::RuntimeError);
+  CHECK(t.latencies().default_s == 0);
+  CHECK(t.latencies().best_json == "lucky");
+}
+
+TEST_CASE("schedule timings: the leaders and the default are re-timed in turns up to the wanted count",
+          "[search][retime]") {
+  ScheduleTimings t("default");
+  for (auto [name, ms] : {std::pair{"a", 1.0}, {"b", 1.1}, {"c", 1.2}, {"d", 1.3}, {"default", 3.0}}) add(t, name, ms);
+  CHECK(t.retime_list(0, 3).empty());
+  CHECK(t.retime_list(3, 1).empty());  // one timing wanted: every schedule has it
+  // The 3 fastest and the default, 2 more timings each, taking turns.
+  CHECK(names(t.retime_list(3, 3)) == std::vector<std::string>{"a", "b", "c", "default", "a", "b", "c", "default"});
+  // A timing tried counts even when it failed: a leader that keeps timing out is not listed forever.
+  add(t, "a", 0, ErrorCode::RunTimeout);
+  add(t, "a", 0, ErrorCode::BuildTimeout);
+  add(t, "b", 1.1);
+  CHECK(names(t.retime_list(3, 3)) == std::vector<std::string>{"b", "c", "default", "c", "default"});
+  // A ruled-out schedule is no leader; the next one takes its place.
+  add(t, "c", 0, ErrorCode::WrongAnswer);
+  CHECK(names(t.retime_list(3, 3)) == std::vector<std::string>{"b", "d", "default", "d", "default"});
+  // The default among the leaders is listed once.
+  ScheduleTimings u("default");
+  add(u, "default", 1.0);
+  add(u, "x", 2.0);
+  CHECK(names(u.retime_list(3, 2)) == std::vector<std::string>{"default", "x"});
+}

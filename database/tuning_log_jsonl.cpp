@@ -9,7 +9,8 @@
 // Format version 2, for retimes only (a schedule measured again, see RecordPurpose): the same with
 // "purpose":"retime" and "v":2, so that a tessel that knows only version 1 refuses the line instead
 // of importing it as a trial. A line without "purpose" is a trial; trials keep "v":1, so exports
-// written before retimes existed and exports of logs without retimes are unchanged.
+// written before retimes existed and exports of logs without retimes are unchanged. A version 1
+// line with "purpose" (written by tessel 64bafa9 to 5282ecd) is read by its purpose.
 // Trace, options and settings are carried as strings, not parsed JSON, so their bytes come back
 // exactly as stored. Record and session ids are local to a file and not exported.
 #include <istream>
@@ -157,12 +158,11 @@ ImportItem from_line(const std::string& line) {
   r.run_s = number_field(j, "run_s");
   r.settings_json = text_field(j, "settings_json");
   r.timestamp = text_field(j, "timestamp");
-  const bool retime_format = version.get<int64_t>() == kRetimeFormatVersion;
-  if (j.contains("purpose") != retime_format) {
-    throw LineError{retime_format ? "a version 2 line needs field 'purpose'"
-                                  : "field 'purpose' needs format version 2"};
-  }
-  if (retime_format) {
+  // A version 2 line must say its purpose. A version 1 line may carry one too: tessel 64bafa9 to
+  // 5282ecd wrote retimes that way, and their exports must import as retimes, not be refused.
+  if (version.get<int64_t>() == kRetimeFormatVersion && !j.contains("purpose"))
+    throw LineError{"a version 2 line needs field 'purpose'"};
+  if (j.contains("purpose")) {
     std::string purpose = text_field(j, "purpose");
     auto p = record_purpose_from_string(purpose);
     if (!p) throw LineError{"field 'purpose' must be \"trial\" or \"retime\", not '" + purpose + "'"};

@@ -206,6 +206,14 @@ TEST_CASE("retimes keep their purpose through export, import and merge", "[datab
   bad.replace(bad.find(marked), marked.size(), R"("purpose":"rerun")");
   std::string unmarked = as_trial;
   unmarked.replace(unmarked.find(R"("v":1)"), 5, R"("v":2)");
+  // As tessel 64bafa9 to 5282ecd wrote a retime: version 1 with "purpose". Read as a retime.
+  std::string early = retime_line;
+  early.replace(early.find(R"("v":2)"), 5, R"("v":1)");
+  auto other = TuningLog::open(dir.file("c.db"), TuningLog::Mode::ReadWrite);
+  std::istringstream early_in(early);
+  CHECK(other.import_jsonl(early_in, "early.jsonl").imported == 1);
+  REQUIRE(other.records("mm", cpu_target()).size() == 1);
+  CHECK(other.records("mm", cpu_target())[0].purpose == RecordPurpose::Retime);
   std::istringstream bad_in(bad + unmarked);
   auto report = fresh.import_jsonl(bad_in, "bad.jsonl");
   REQUIRE(report.errors.size() == 2);

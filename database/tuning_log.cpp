@@ -198,6 +198,17 @@ std::vector<MeasureRecord> TuningLog::best_per_workload_target() const {
   return result;
 }
 
+bool TuningLog::holds(const std::string& workload_key, const TargetInfo& target,
+                      const std::string& trace_json) const {
+  auto workload = db::find_workload(impl_->conn, workload_key);
+  auto target_row = db::find_target(impl_->conn, target);
+  if (!workload || !target_row) return false;
+  db::Statement stmt = impl_->conn.prepare(
+      "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND trace_json = ?3 LIMIT 1");
+  stmt.bind(1, *workload).bind(2, *target_row).bind(3, trace_json);
+  return stmt.step();
+}
+
 std::vector<MeasureRecord> TuningLog::records(const std::string& workload_key,
                                               const TargetInfo& target) const {
   auto workload = db::find_workload(impl_->conn, workload_key);

@@ -134,6 +134,9 @@ class TuningLog {
   // best() of every (workload, target) pair, ordered by workload key then target.
   std::vector<MeasureRecord> best_per_workload_target() const;
 
+  // Whether the log holds a record of this schedule (its trace JSON) for (workload key, target).
+  bool holds(const std::string& workload_key, const TargetInfo& target, const std::string& trace_json) const;
+
   // Every record of (workload key, target), trials and retimes, in insertion order (for resuming
   // and training).
   std::vector<MeasureRecord> records(const std::string& workload_key, const TargetInfo& target) const;

@@ -156,7 +156,14 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
                                 tune_options_json(saved), std::string("tessel ") + TESSEL_VERSION, "", ""});
 
   std::vector<double> weights;
-  std::vector<TrainingSample> history;
+  // The log's trial records of each task, learned from once the tasks are read (and only when some
+  // task has trials left: a session that only settles leaders trains nothing).
+  struct Learned {
+    std::string group;
+    std::vector<Trace> traces;
+    std::vector<double> latencies;
+  };
+  std::vector<Learned> logged(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TuneTask& task = tasks[i];
     TaskRun& run = runs[i];
@@ -172,10 +179,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     s.workload_key = task.dag.workload_key();
     s.budget = options.trials;
     const std::string default_key = trace_steps_key(run.default_trace);
-    const std::string group = s.workload_key + "/" + target.kind;
     // Resume: everything the log holds for this task counts and is learned from.
-    std::vector<Trace> readable;
-    std::vector<double> latencies;
+    Learned& learned = logged[i];
+    learned.group = s.workload_key + "/" + target.kind;
     for (const MeasureRecord& r : log.records(s.workload_key, target)) {
       const bool trial = r.purpose == RecordPurpose::Trial;
       if (trial) ++s.trials;
@@ -195,18 +201,25 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         s.default_measured = true;
         run.timings.set_default(r.trace_json);  // as stored: its decisions may differ from today's default's
       }
-      readable.push_back(std::move(trace));
-      latencies.push_back(ok(r) ? r.median_s : std::nan(""));
+      learned.traces.push_back(std::move(trace));
+      learned.latencies.push_back(ok(r) ? r.median_s : std::nan(""));
     }
-    std::vector<const Trace*> traces;
-    for (const Trace& t : readable) traces.push_back(&t);
-    std::vector<std::optional<ProgramFeatures>> features = run.policy->features(traces);  // every core
-    for (size_t k = 0; k < features.size(); ++k)
-      if (features[k]) history.push_back(TrainingSample{std::move(*features[k]), group, latencies[k]});
     refresh_latencies(run);
     s.trials_at_start = s.trials;
     s.done = s.trials >= s.budget;
   }
+  std::vector<TrainingSample> history;
+  if (std::any_of(runs.begin(), runs.end(), [](const TaskRun& r) { return !r.status.done; })) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::vector<const Trace*> traces;
+      for (const Trace& t : logged[i].traces) traces.push_back(&t);
+      std::vector<std::optional<ProgramFeatures>> features = runs[i].policy->features(traces);  // every core
+      for (size_t k = 0; k < features.size(); ++k)
+        if (features[k])
+          history.push_back(TrainingSample{std::move(*features[k]), logged[i].group, logged[i].latencies[k]});
+    }
+  }
+  logged.clear();
   if (!history.empty()) {
     note("learning from " + std::to_string(history.size()) + " records already in the log");
     model->update(history);

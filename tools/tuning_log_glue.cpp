@@ -60,12 +60,7 @@ int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& 
   r.run_s = m.run_s;
   r.settings_json = m.settings_json;
   // A schedule the log holds already for this target is measured again, not tried: a retime.
-  for (const MeasureRecord& held : log.records(r.workload.key, target)) {
-    if (held.trace_json == r.trace_json) {
-      r.purpose = RecordPurpose::Retime;
-      break;
-    }
-  }
+  if (log.holds(r.workload.key, target, r.trace_json)) r.purpose = RecordPurpose::Retime;
   return log.append({r}).at(0);
 }
 

@@ -9,18 +9,17 @@ usage: best_trace.py EXPORT.jsonl WORKLOAD_TEXT_FILE OUT.json
 import json
 import sys
 
-from log_best import DISQUALIFYING, upper_median
+from log_best import add_record, best_of
 
-records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 text = open(sys.argv[2]).read().strip()
-mine = [r for r in records if r["workload"]["text"].strip() == text]
-ruled_out = {r["trace_json"] for r in mine if r["error"] in DISQUALIFYING}
-timings = {}
-for r in mine:
-    if r["error"] == "ok" and r["trace_json"] not in ruled_out:
-        timings.setdefault(r["trace_json"], []).append(r["median_s"])
-if not timings:
+timings, ruled_out = {}, set()
+for line in open(sys.argv[1]):
+    if line.strip():
+        r = json.loads(line)
+        if r["workload"]["text"].strip() == text:
+            add_record(r, timings, ruled_out)
+latency, trace = best_of(timings, ruled_out)
+if trace is None:
     sys.exit(f"error: no ok record of that workload in {sys.argv[1]}")
-latency, trace = min((upper_median(m), t) for t, m in timings.items())
 open(sys.argv[3], "w").write(trace)
 print(f"best of {len(timings)} schedules: {latency * 1e3:.3f} ms (upper median of {len(timings[trace])} timings)")

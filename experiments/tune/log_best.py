@@ -12,16 +12,25 @@ def upper_median(values):
     return sorted(values)[len(values) // 2]
 
 
+def add_record(r, timings, ruled_out):
+    """Adds one exported record to timings {trace json: [ok medians]} and ruled_out {trace json}."""
+    if r["error"] == "ok" and r["median_s"] > 0:
+        timings.setdefault(r["trace_json"], []).append(r["median_s"])
+    elif r["error"] in DISQUALIFYING:
+        ruled_out.add(r["trace_json"])
+
+
+def best_of(timings, ruled_out):
+    """(latency estimate in s, trace json) of the best schedule, (inf, None) when there is none."""
+    ranked = [(upper_median(m), t) for t, m in timings.items() if m and t not in ruled_out]
+    return min(ranked) if ranked else (math.inf, None)
+
+
 def best_by_trial(path):
     """[(latency estimate in s, trace json)] for trials 1..n, (inf, None) before any schedule ran.
     The entry of trial k counts every line before trial k + 1, so a round's retimes count for its
     last trial."""
     timings, ruled_out, out = {}, set(), []
-
-    def best():
-        ranked = [(upper_median(m), t) for t, m in timings.items() if m and t not in ruled_out]
-        return min(ranked) if ranked else (math.inf, None)
-
     trials = 0
     for line in open(path):
         if not line.strip():
@@ -29,12 +38,9 @@ def best_by_trial(path):
         r = json.loads(line)
         if r.get("purpose", "trial") == "trial":
             if trials:
-                out.append(best())
+                out.append(best_of(timings, ruled_out))
             trials += 1
-        if r["error"] == "ok" and r["median_s"] > 0:
-            timings.setdefault(r["trace_json"], []).append(r["median_s"])
-        elif r["error"] in DISQUALIFYING:
-            ruled_out.add(r["trace_json"])
+        add_record(r, timings, ruled_out)
     if trials:
-        out.append(best())
+        out.append(best_of(timings, ruled_out))
     return out

@@ -94,6 +94,10 @@ TEST_CASE("appended records come back exactly, with counts", "[database]") {
   CHECK(counts.error_records == 1);
   CHECK(log.check().empty());
   CHECK(log.records("mm", gpu_target()).empty());
+  CHECK(log.holds("mm", cpu_target(), batch[2].trace_json));
+  CHECK_FALSE(log.holds("mm", gpu_target(), batch[2].trace_json));
+  CHECK_FALSE(log.holds("mm", cpu_target(), "[]"));
+  CHECK_FALSE(log.holds("conv", cpu_target(), batch[2].trace_json));
 }
 
 TEST_CASE("best() returns the fastest ok record, never an error or wrong answer", "[database]") {

@@ -37,6 +37,14 @@ RunSettings default_run_settings(const std::string& target) {
   return s;
 }
 
+std::optional<bool> settings_flush(const std::string& settings_json) {
+  nlohmann::json j = nlohmann::json::parse(settings_json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  for (const char* key : {"flush", "flush_l2"})
+    if (auto it = j.find(key); it != j.end() && it->is_boolean()) return it->get<bool>();
+  return std::nullopt;
+}
+
 Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), options_(std::move(options)) {
   if (options_.target != "llvm" && options_.target != "cuda")
     throw InputError("unknown target '" + options_.target + "' (llvm or cuda)");

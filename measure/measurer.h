@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ struct MeasureOptions {
 // The default timing for a target: 100 ms of samples on the CPU without cache flush, 50 ms on the
 // GPU with an L2 flush before every sample.
 RunSettings default_run_settings(const std::string& target);
+
+// Whether a record's measurement settings (Measurer::settings_json, or what `tessel run --record`
+// writes) flushed the caches before every sample: their "flush" field, or "flush_l2" as `tessel run`
+// wrote it before; nullopt when they say neither. Timings taken with and without a flush do not
+// compare: without one, a kernel whose data fits in L2 reads it from there.
+std::optional<bool> settings_flush(const std::string& settings_json);
 
 struct Candidate {
   Trace trace;

@@ -98,6 +98,27 @@ MeasureRecord make_record(const WorkloadInfo& workload, const TargetInfo& target
   return rec;
 }
 
+TimeSplit& TimeSplit::operator+=(const TimeSplit& o) {
+  search_s += o.search_s;
+  measure_s += o.measure_s;
+  learn_s += o.learn_s;
+  retime_s += o.retime_s;
+  return *this;
+}
+
+void check_flush_matches(const std::vector<MeasureRecord>& records, bool flush, const std::string& workload_name) {
+  for (const MeasureRecord& r : records) {
+    std::optional<bool> logged = settings_flush(r.settings_json);
+    if (!logged || *logged == flush) continue;
+    const std::string kind = r.target.kind == "cuda" ? "an L2 flush" : "a cache flush";
+    throw InputError("the tuning log holds timings of " + workload_name + " (workload " + r.workload.key + ") on " +
+                     r.target.kind + " " + r.target.arch + " taken " + (*logged ? "with " : "without ") + kind +
+                     " before every sample (record " + std::to_string(r.id) + "); this command times " +
+                     (flush ? "with one" : "without one") + ", and the two do not compare: time as the log did, " +
+                     "or use another --db");
+  }
+}
+
 std::string tune_options_json(const TuneOptions& o) {
   nlohmann::json j;
   j["target"] = o.target;
@@ -152,8 +173,6 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   // The first task's measurer names the target (for a GPU: which one, which driver).
   runs[0].measurer = std::make_unique<Measurer>(tasks[0].dag, options.measure);
   const TargetInfo target = target_of(*runs[0].measurer);
-  log.begin_session(SessionInfo{"tessel tune: " + tasks[0].name + (tasks.size() > 1 ? " and others" : ""),
-                                tune_options_json(saved), std::string("tessel ") + TESSEL_VERSION, "", ""});
 
   std::vector<double> weights;
   // The log's trial records of each task, learned from once the tasks are read (and only when some
@@ -182,7 +201,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     // Resume: everything the log holds for this task counts and is learned from.
     Learned& learned = logged[i];
     learned.group = s.workload_key + "/" + target.kind;
-    for (const MeasureRecord& r : log.records(s.workload_key, target)) {
+    const std::vector<MeasureRecord> records = log.records(s.workload_key, target);
+    check_flush_matches(records, options.measure.run.flush, task.name);
+    for (const MeasureRecord& r : records) {
       const bool trial = r.purpose == RecordPurpose::Trial;
       if (trial) ++s.trials;
       else ++s.retimes;
@@ -208,6 +229,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     s.trials_at_start = s.trials;
     s.done = s.trials >= s.budget;
   }
+  // Only now, with every task's records read and found usable, does the session enter the log.
+  log.begin_session(SessionInfo{"tessel tune: " + tasks[0].name + (tasks.size() > 1 ? " and others" : ""),
+                                tune_options_json(saved), std::string("tessel ") + TESSEL_VERSION, "", ""});
   std::vector<TrainingSample> history;
   if (std::any_of(runs.begin(), runs.end(), [](const TaskRun& r) { return !r.status.done; })) {
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -221,8 +245,11 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   }
   logged.clear();
   if (!history.empty()) {
-    note("learning from " + std::to_string(history.size()) + " records already in the log");
+    note("learning from " + std::to_string(history.size()) + " records already in the log (" +
+         std::to_string(static_cast<int>(seconds_since(start))) + " s since the start)");
+    const Clock::time_point learn_start = Clock::now();
     model->update(history);
+    note("learned in " + std::to_string(static_cast<int>(seconds_since(learn_start))) + " s");
   }
 
   TaskScheduler scheduler(weights);
@@ -290,6 +317,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     TaskRun& run = runs[t];
     TaskStatus& s = run.status;
     const Clock::time_point round_start = Clock::now();
+    TimeSplit split;
     Measurer& measurer = measurer_of(t);
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
@@ -310,6 +338,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       scheduler.finish(t);
       continue;
     }
+    split.search_s = seconds_since(round_start);
     std::vector<Candidate> candidates;
     for (const Trace& trace : traces) candidates.push_back(Candidate{trace, Fault::None});
     measurer.on_build_progress([&](size_t built, size_t total) {
@@ -322,6 +351,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     for (size_t k = 0; k < results.size(); ++k)
       records.push_back(make_record(workload, target, traces[k], results[k], measurer.settings_json()));
     log.append(records);  // committed before anything below counts the round
+    split.measure_s = seconds_since(round_start) - split.search_s;
 
     std::vector<TrainingSample> fresh;
     const std::string group = s.workload_key + "/" + target.kind;
@@ -336,9 +366,15 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       if (k == 0 && !s.default_measured) s.default_measured = true;
       if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
     }
+    Clock::time_point phase = Clock::now();
     model->update(fresh);
+    split.learn_s = seconds_since(phase);
+    phase = Clock::now();
     retime_leaders(t);
+    split.retime_s = seconds_since(phase);
     s.seconds += seconds_since(round_start);
+    s.last_round = split;
+    s.time += split;
     scheduler.record(t, s.trials, s.best_s > 0 ? s.best_s : std::numeric_limits<double>::infinity());
     if (s.trials >= s.budget) {
       s.done = true;

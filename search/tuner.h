@@ -57,6 +57,13 @@ struct TuneOptions {
 
 std::string tune_options_json(const TuneOptions& options);
 
+// Where a task's time went, in seconds: proposing candidates (evolution ranked by the cost model),
+// building and running them, updating the cost model, re-timing the leaders.
+struct TimeSplit {
+  double search_s = 0, measure_s = 0, learn_s = 0, retime_s = 0;
+  TimeSplit& operator+=(const TimeSplit& o);
+};
+
 // Where a task stands, for the live display and the final table.
 struct TaskStatus {
   std::string name;
@@ -70,6 +77,8 @@ struct TaskStatus {
   bool default_measured = false;
   double best_s = 0;           // lowest latency estimate of a schedule (0: none ran)
   double seconds = 0;          // wall time spent on the task this session
+  TimeSplit time;              // that time by phase, summed over the session's rounds
+  TimeSplit last_round;        // the latest round's
   bool done = false;           // budget reached or space exhausted
   std::string best_trace_json;
 };
@@ -83,6 +92,12 @@ struct TuneCallbacks {
 // The tuning-log record of one measured candidate.
 MeasureRecord make_record(const WorkloadInfo& workload, const TargetInfo& target, const Trace& trace,
                           const MeasureResult& result, const std::string& settings_json);
+
+// A log holds timings of one kind per (workload, target): all taken with a cache flush before every
+// sample, or all without (measure/measurer.h, settings_flush). Throws InputError naming the workload,
+// the target and a record when `records` (of one workload on one target) hold a timing of the other
+// kind than `flush`. Records that do not say are taken as either.
+void check_flush_matches(const std::vector<MeasureRecord>& records, bool flush, const std::string& workload_name);
 
 // Throws InputError naming the first bad option (also done by tune(), before anything starts).
 void check_tune_options(const TuneOptions& options);

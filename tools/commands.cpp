@@ -188,7 +188,7 @@ int cmd_run(const RunArgs& args) {
   int64_t record_id = 0;
   if (log) {
     nlohmann::json settings = {{"min_total_s", timing.min_total_s}, {"warmup_runs", timing.warmup_runs},
-                               {"threads", num_threads()}, {"timer", "steady_clock"}};
+                               {"threads", num_threads()}, {"timer", "steady_clock"}, {"flush", false}};
     Measurement m{t.samples_ms, t.median_ms, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
     record_id = record_measurement(*log, w, host_llvm_target(), trace, m);  // returns after COMMIT
   }

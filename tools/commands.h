@@ -89,6 +89,7 @@ struct TuneArgs {
   int builders = 0;
   int threads = 0;
   double min_time_ms = 0;
+  bool flush_l2 = true;               // cuda: flush the L2 cache before every sample
   bool verbose = false;
 };
 

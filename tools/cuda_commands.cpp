@@ -121,7 +121,7 @@ int cmd_run_cuda(const RunArgs& args) {
   double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
   int64_t record_id = 0;
   nlohmann::json settings = {{"min_total_ms", min_ms},
-                             {"flush_l2", args.flush_l2},
+                             {"flush", args.flush_l2},
                              {"timer", t.graph_replay ? "cuda events, batch replayed as a cuda graph" : "cuda events"}};
   if (log) {
     Measurement m{t.samples_ms, t.median_ms, outcome->correct, outcome->message, build_s, run_s, settings.dump()};

@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--threads", tune.threads, "llvm: kernel threads (default: every core)")->check(CLI::Range(1, 1024));
   tune_cmd->add_option("--min-time-ms", tune.min_time_ms, "milliseconds of samples per candidate (default 100 CPU, 50 GPU)")
       ->check(CLI::PositiveNumber);
+  tune_cmd->add_flag("!--no-flush-l2", tune.flush_l2,
+                    "cuda: time without an L2 flush before every sample (as a CUDA-graph replay runs); "
+                    "a log keeps one setting per workload and target");
   tune_cmd->add_flag("-v,--verbose", tune.verbose, "a line per round instead of the live table");
   tessel::ModelArgs model;
   CLI::App* model_cmd = app.add_subcommand("model", "train the cost model on a tuning log, or evaluate its ranking");

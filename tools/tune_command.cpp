@@ -46,6 +46,13 @@ std::string speedup(const TaskStatus& s) {
   return out.str();
 }
 
+std::string split(const TimeSplit& t) {
+  char buffer[128];
+  std::snprintf(buffer, sizeof buffer, "search %.1f s, build+run %.1f s, learn %.1f s, retime %.1f s", t.search_s,
+                t.measure_s, t.learn_s, t.retime_s);
+  return buffer;
+}
+
 std::string eta(const TaskStatus& s) {
   if (s.done) return "done";
   int64_t session_trials = s.trials - s.trials_at_start;
@@ -110,6 +117,7 @@ int cmd_tune(const TuneArgs& args) {
   if (args.trials <= 0) throw InputError("tessel tune needs --trials N (the budget per workload, N >= 1)");
   if (args.target != "llvm" && args.target != "cuda") throw InputError("unknown --target '" + args.target + "' (llvm or cuda)");
   if (args.target != "llvm" && args.threads) throw InputError("--threads is for --target llvm");
+  if (args.target != "cuda" && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
   std::vector<Workload> workloads = workloads_of(args);
 
   TuneOptions options;
@@ -136,6 +144,7 @@ int cmd_tune(const TuneArgs& args) {
   options.measure.threads = args.threads;
   options.measure.run = default_run_settings(args.target);
   if (args.min_time_ms > 0) options.measure.run.min_time_s = args.min_time_ms * 1e-3;
+  if (args.target == "cuda") options.measure.run.flush = args.flush_l2;
   // A search measures many slow candidates: one second of samples at most tells them apart.
   options.measure.run.budget_s = 1;
 
@@ -173,7 +182,7 @@ int cmd_tune(const TuneArgs& args) {
     } else {
       std::cerr << "round " << round << ": " << s.name << " " << s.trials << "/" << s.budget << " trials, best "
                 << (s.best_s > 0 ? format_duration(s.best_s) : "-") << " (" << speedup(s) << " over default), ETA "
-                << eta(s) << "\n";
+                << eta(s) << " [" << split(s.last_round) << "]\n";
     }
   };
   std::cerr << "tuning " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s") << " on " << args.target
@@ -188,6 +197,9 @@ int cmd_tune(const TuneArgs& args) {
   int64_t measured = 0;
   for (const TaskStatus& s : result) measured += s.trials - s.trials_at_start;
   std::cout << measured << " candidates measured this session and recorded in " << args.db << "\n";
+  TimeSplit time;
+  for (const TaskStatus& s : result) time += s.time;
+  if (measured > 0) std::cout << "time in rounds: " << split(time) << "\n";
   int64_t retimes = 0;
   for (const TaskStatus& s : result) retimes += s.retimes;
   if (retimes > 0)

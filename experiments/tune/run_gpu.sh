@@ -9,6 +9,7 @@
 #   OUT=... TRIALS=200 TIME_BUDGET_S=300 TORCH_BUDGET_S=200 [PRIOR=records.jsonl] \
 #     bash experiments/tune/run_gpu.sh CASE...
 # PRIOR: earlier calls' records (JSON lines, .gz allowed), imported first, so the session resumes.
+# EXTRA: more `tessel tune` options (e.g. --no-flush-l2: tune with the timing the tables use).
 # MODEL: a cost model from `tessel model train` to start from (e.g. trained on another GPU's log).
 # CHECKS=1: first the GPU tests and `tessel check --random-schedules 50` of every op template at odd
 # shapes (appended to gpu.txt). BUNDLE_TGZ: a compressed bundle (carry/bundle.tgz from `make
@@ -35,7 +36,7 @@ args=()
 for c in "$@"; do args+=(--case "$c"); done
 start=$(date +%s)
 $T tune --suite $B/suite.json "${args[@]}" --target cuda --trials "$TRIALS" --db "$DB" --seed 1 \
-  --time-budget-s "${TIME_BUDGET_S:-300}" ${MODEL:+--model "$MODEL"} -v > "$OUT/tune.txt" 2>> "$OUT/tune_progress.txt"
+  --time-budget-s "${TIME_BUDGET_S:-300}" ${MODEL:+--model "$MODEL"} ${EXTRA:-} -v > "$OUT/tune.txt" 2>> "$OUT/tune_progress.txt"
 echo "tune rc=$? wall $(( $(date +%s) - start )) s" >> "$OUT/tune.txt"
 for c in "$@"; do
   $T run --suite $B/suite.json --case "$c" --target cuda --best --db "$DB" --no-flush-l2 --json \

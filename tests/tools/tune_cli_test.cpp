@@ -194,6 +194,9 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--model", dir.file("missing.json")},
                 "missing.json"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--no-flush-l2"},
+                "--no-flush-l2 is for --target cuda"},
        }) {
     RunResult r = tessel(c.args);
     INFO(r.command << "\n" << r.err);
@@ -201,4 +204,44 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
     CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(c.says));
   }
   CHECK_FALSE(std::filesystem::exists(db));  // rejected before the log was even opened
+}
+
+TEST_CASE("a log keeps timings of one kind: with a cache flush or without, never both", "[cli][tune]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  const std::vector<std::string> workload = {"--op", "matmul", "--param", "M=32", "--param", "N=24", "--param", "K=16"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), workload.begin(), workload.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  // The default schedule timed with the caches evicted before every sample.
+  RunResult flushed = tessel(with({"measure"}, {"--schedule", "default", "--flush-cache", "--min-time-ms", "2", "--db", db}));
+  INFO(flushed.err);
+  REQUIRE(flushed.exit_code == 0);
+  const std::vector<nlohmann::json> before = export_records(db);
+  REQUIRE(before.size() == 1);
+  const std::string info_before = tessel({"db", "info", "--db", db}).out;
+
+  // Every command that would add timings taken without a flush refuses, naming the record, and
+  // leaves the log as it was (no record, no session).
+  for (const std::vector<std::string>& args : {
+           tune_args(db, "4"),
+           with({"run"}, {"--schedule", "default", "--min-time", "0.002", "--db", db, "--record"}),
+           with({"measure"}, {"--schedule", "default", "--min-time-ms", "2", "--db", db}),
+       }) {
+    RunResult r = tessel(args);
+    INFO(r.command << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("error: the tuning log holds timings of") && Catch::Contains("taken with a cache flush") &&
+                          Catch::Contains("record 1") && Catch::Contains("another --db"));
+  }
+  CHECK(export_records(db) == before);
+  CHECK(tessel({"db", "info", "--db", db}).out == info_before);
+
+  // The same setting is welcome.
+  RunResult again = tessel(with({"measure"}, {"--schedule", "default", "--flush-cache", "--min-time-ms", "2", "--db", db}));
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
+  CHECK(export_records(db).size() == 2);
 }

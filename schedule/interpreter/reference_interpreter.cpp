@@ -383,35 +383,77 @@ CompareResult compare_with_reference(const Operation& op, const std::vector<floa
   return compare_with_reference(op.name, op.shape, got.data(), want.data(), rtol, atol);
 }
 
+namespace {
+
+// Splits [0, size) into chunks of at least 1M elements, one per core (at most 8), and runs
+// `f(begin, end, chunk)` on each, in parallel when there is more than one: checking a large output
+// (90M values) element by element dominated a GPU candidate's measurement.
+template <typename F>
+size_t for_chunks(size_t size, F&& f) {
+  constexpr size_t kMinChunk = size_t{1} << 20;
+  size_t chunks = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8, (size + kMinChunk - 1) / kMinChunk});
+  chunks = std::max<size_t>(chunks, 1);
+  const size_t step = (size + chunks - 1) / chunks;
+  if (chunks == 1) {
+    f(size_t{0}, size, size_t{0});
+    return 1;
+  }
+  std::vector<std::thread> threads;
+  for (size_t c = 0; c < chunks; ++c)
+    threads.emplace_back([&f, c, step, size] { f(std::min(size, c * step), std::min(size, (c + 1) * step), c); });
+  for (std::thread& t : threads) t.join();
+  return chunks;
+}
+
+}  // namespace
+
 CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,
                                      const double* want, double rtol, double atol) {
   size_t size = 1;
   for (int64_t e : shape) size *= static_cast<size_t>(e);
-  double scale = 1.0;
-  for (size_t i = 0; i < size; ++i)
-    if (std::isfinite(want[i])) scale = std::max(scale, std::fabs(want[i]));
+  // The tolerance scales with the largest finite reference value.
+  std::vector<double> scales(8, 1.0);
+  for_chunks(size, [&](size_t begin, size_t end, size_t c) {
+    double m = 1.0;
+    for (size_t i = begin; i < end; ++i)
+      if (std::isfinite(want[i])) m = std::max(m, std::fabs(want[i]));
+    scales[c] = m;
+  });
+  const double scale = *std::max_element(scales.begin(), scales.end());
 
-  CompareResult result;
-  for (size_t i = 0; i < size; ++i) {
-    double g = got[i], w = want[i];
-    bool ok;
-    if (std::isnan(w)) {
-      ok = std::isnan(g);
-    } else if (std::isinf(w)) {
-      ok = g == w;
-    } else if (!std::isfinite(g)) {
-      ok = false;
-      result.max_abs_error = INFINITY;
-    } else {
-      double err = std::fabs(g - w);
-      result.max_abs_error = std::max(result.max_abs_error, err);
-      ok = err <= atol * scale + rtol * std::fabs(w);
+  // Each chunk counts its mismatches and keeps its first; the first chunk with one names it.
+  std::vector<CompareResult> parts(8);
+  std::vector<size_t> first(8, size);
+  for_chunks(size, [&](size_t begin, size_t end, size_t c) {
+    CompareResult& part = parts[c];
+    for (size_t i = begin; i < end; ++i) {
+      double g = got[i], w = want[i];
+      bool ok;
+      if (std::isnan(w)) {
+        ok = std::isnan(g);
+      } else if (std::isinf(w)) {
+        ok = g == w;
+      } else if (!std::isfinite(g)) {
+        ok = false;
+        part.max_abs_error = INFINITY;
+      } else {
+        double err = std::fabs(g - w);
+        part.max_abs_error = std::max(part.max_abs_error, err);
+        ok = err <= atol * scale + rtol * std::fabs(w);
+      }
+      if (!ok && part.mismatches++ == 0) first[c] = i;
     }
-    if (ok) continue;
-    if (result.mismatches++ == 0)
-      result.first_mismatch = format_index(name, shape, static_cast<int64_t>(i)) + ": got " + format_number(g) + ", want " +
-                              format_number(w);
+  });
+  CompareResult result;
+  size_t first_bad = size;
+  for (size_t c = 0; c < parts.size(); ++c) {
+    result.mismatches += parts[c].mismatches;
+    result.max_abs_error = std::max(result.max_abs_error, parts[c].max_abs_error);
+    first_bad = std::min(first_bad, first[c]);
   }
+  if (first_bad < size)
+    result.first_mismatch = format_index(name, shape, static_cast<int64_t>(first_bad)) + ": got " +
+                            format_number(got[first_bad]) + ", want " + format_number(want[first_bad]);
   return result;
 }
 

@@ -164,6 +164,29 @@ TEST_CASE("compare_with_reference applies the documented tolerance", "[interpret
   CHECK(compare_with_reference(c, g2, w2).mismatches == 1);
 }
 
+TEST_CASE("compare_with_reference of a large output (checked in chunks) counts and names as one pass would", "[interpreter]") {
+  // 5M values: several chunks on any machine with more than one core. The largest reference value
+  // (which scales atol) sits in the last chunk, the first mismatch in a middle one.
+  const int64_t n = 5'000'000;
+  Operation c = placeholder("C", {n});
+  std::vector<double> want(static_cast<size_t>(n), 0.0);
+  std::vector<float> got(static_cast<size_t>(n), 0.0f);
+  want[n - 1] = 1000;
+  got[n - 1] = 1000;
+  got[10] = 0.005f;  // within atol x 1000
+  for (int64_t i : {int64_t{2'600'000}, int64_t{3'900'001}, n - 2}) got[static_cast<size_t>(i)] = 0.5f;
+  got[4'000'000] = 2.0f;
+  CompareResult r = compare_with_reference(c, got, want);
+  CHECK(r.mismatches == 4);
+  CHECK(r.max_abs_error == 2.0);
+  CHECK(r.first_mismatch == "C[2600000]: got 0.5, want 0");
+  got[3] = NAN;
+  r = compare_with_reference(c, got, want);
+  CHECK(r.mismatches == 5);
+  CHECK(r.max_abs_error == INFINITY);
+  CHECK(r.first_mismatch == "C[3]: got nan, want 0");
+}
+
 TEST_CASE("compare_with_reference treats NaN as equal only to NaN and inf only to the same inf", "[interpreter]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   Operation c = placeholder("C", {4});

@@ -30,7 +30,16 @@ struct Knobs {
   int64_t fetch_vector = 4;                  // contraction: consecutive elements per thread in the shared fetch
   int64_t short_per_thread = 4;              // short reductions: adjacent outputs per thread
   int64_t short_rows = 4;                    // short reductions: next-axis values per block (threadIdx.y)
+  int64_t row_unroll = 1;                    // rows: a thread's values of a row loaded per (unrolled) step
+  int64_t row_vector = 1;                    // rows: vector lanes of the elementwise output along the row
 };
+
+// Threads per block (elementwise) or per row (a cross-thread reduction): whole warps, 32 to 1024.
+std::vector<int64_t> warp_multiples() {
+  std::vector<int64_t> v;
+  for (int64_t t = 32; t <= 1024; t += 32) v.push_back(t);
+  return v;
+}
 
 // Reductions this short (depthwise convolution's 3x3 window) run serially inside one thread each.
 constexpr int64_t kShortReduction = 64;
@@ -230,7 +239,14 @@ class GpuScheduler {
     } else {
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()) - 1);
       std::string col = leaves(out.name).back();
-      if (apply(split_step(out.name, col, {threads}))) apply(annotate_step(out.name, col + ".1", Annotation::ThreadX));
+      // [serial, threads, vector lanes]: each thread writes `vector` adjacent values per step.
+      const int64_t vector = k_.row_vector > 1 && extent(out.name, col) >= threads * k_.row_vector ? k_.row_vector : 1;
+      std::vector<int64_t> lengths{threads};
+      if (vector > 1) lengths.push_back(vector);
+      if (apply(split_step(out.name, col, lengths))) {
+        apply(annotate_step(out.name, col + ".1", Annotation::ThreadX));
+        if (vector > 1) apply(annotate_step(out.name, col + ".2", Annotation::Vectorize));
+      }
     }
     if (per_block > 1 && apply(split_step(out.name, row, {per_block}))) {
       apply(annotate_step(out.name, row + ".0", Annotation::BlockX));
@@ -255,13 +271,21 @@ class GpuScheduler {
   }
 
   // R[i] = reduce_k f, k split [k.0, k.1 (threads)]: with warp_combine, k.1 is bound to threadIdx.x
-  // (each thread folds k.0, then the threads combine); else partial_sums.
+  // (each thread folds k.0, then the threads combine); else partial_sums. With row_unroll u > 1
+  // (and a row long enough for it), [k.0, k.1 (u, unrolled), k.2 (threads)]: each step of a thread
+  // issues u independent loads, each a whole coalesced row span of the threads.
   void reduce_across_threads(const std::string& name, int64_t threads) {
     if (!k_.warp_combine) return partial_sums(name, threads);
     const Operation op = state().op(name);  // a copy: every applied step replaces the state
     if (op.reduce_axes.size() != 1) return;
     const std::string k = op.reduce_axes[0].name;
-    if (apply(split_step(name, k, {threads}))) apply(annotate_step(name, k + ".1", Annotation::ThreadX));
+    const int64_t u = op.reduce_axes[0].extent >= 2 * k_.row_unroll * threads ? k_.row_unroll : 1;
+    if (u > 1 && apply(split_step(name, k, {u, threads}))) {
+      apply(annotate_step(name, k + ".1", Annotation::Unroll));
+      apply(annotate_step(name, k + ".2", Annotation::ThreadX));
+    } else if (apply(split_step(name, k, {threads}))) {
+      apply(annotate_step(name, k + ".1", Annotation::ThreadX));
+    }
   }
 
   std::string fuse_rows(const std::string& name, int rank) {
@@ -394,6 +418,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
   Knobs k;
   k.elem_threads = pick({32, 64, 128, 256, 512, 1024});
+  if (pick({0, 1}) != 0) k.elem_threads = pick(warp_multiples());
   k.elem_vector = pick({1, 2, 4});
   k.row_threads = pick({0, 32, 64, 128, 256, 512});
   k.block_rows = pick({8, 16, 32, 64, 128});
@@ -411,6 +436,9 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.short_per_thread = pick({1, 2, 4, 8});
   k.fetch_vector = pick({1, 2, 4});
   k.short_rows = pick({1, 2, 4, 8});
+  k.row_unroll = pick({1, 1, 2, 4, 8});
+  k.row_vector = pick({1, 2, 4});
+  if (pick({0, 1}) != 0) k.row_threads = pick(warp_multiples());
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -428,7 +456,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
   for (const Operation& op : dag.ops())
     if (contraction && !op.is_placeholder && op.body->op == ExprOp::Select) elementwise = true;
   if (elementwise) {
-    k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+    k.elem_threads = d.choose("elementwise.threads", warp_multiples(), DecisionKind::ThreadBinding);
     k.elem_vector = d.choose("elementwise.vector", {1, 2, 4}, DecisionKind::Vector);
     k.elem_per_thread = d.choose("elementwise.per_thread", {1, 2, 4, 8}, DecisionKind::Unroll);
   }
@@ -439,10 +467,12 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
     k.short_rows = d.choose("short.rows_per_block", {1, 2, 4, 8}, DecisionKind::ThreadBinding);
   }
   if (rows && !short_reduction) {
-    k.row_threads = d.choose("rows.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
+    k.row_threads = d.choose("rows.threads", warp_multiples(), DecisionKind::ThreadBinding);
     k.stage_rows = d.choose("rows.stage_in_shared", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.warp_combine = d.choose("rows.combine_by_shuffles", {1, 0}, DecisionKind::Structure) != 0;
     k.rows_per_block = k.warp_combine ? d.choose("rows.per_block", {1, 2, 4, 8}, DecisionKind::ThreadBinding) : 1;
+    k.row_unroll = k.warp_combine ? d.choose("rows.unroll", {1, 2, 4, 8}, DecisionKind::Unroll) : 1;
+    k.row_vector = d.choose("rows.output_vector", {1, 2, 4}, DecisionKind::Vector);
   }
   if (contraction) {
     k.block_rows = d.choose("block.rows", {8, 16, 32, 64, 128}, DecisionKind::Tile);

@@ -2,6 +2,7 @@
 """One device call of run_gpu.sh -> a markdown table: tessel's default and tuned schedules (re-timed
 without L2 flush, like torch's CUDA-graph replay) against torch eager / compile / max-autotune from
 the same call. usage: gpu_table.py OUTDIR"""
+import gzip
 import json
 import os
 import sys
@@ -10,8 +11,11 @@ out = sys.argv[1]
 
 
 def lines(name):
-    path = os.path.join(out, name)
-    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+    for path, opener in ((os.path.join(out, name), open), (os.path.join(out, name + ".gz"), gzip.open)):
+        if os.path.exists(path):
+            with opener(path, "rt") as f:
+                return [json.loads(l) for l in f if l.strip()]
+    return []
 
 
 best = {r["workload"]: r for r in lines("best_noflush.jsonl")}

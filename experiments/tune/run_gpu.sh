@@ -3,7 +3,7 @@
 # trials each (one session, one log), re-time each best schedule and the default without L2 flush
 # (as torch's CUDA-graph replay runs), then measure the torch baselines of the same cases in the
 # same call. Writes eight files under $OUT (the device tool returns no more): gpu.txt, tune.txt,
-# tune_progress.txt, best_noflush.jsonl, default_noflush.jsonl, records.jsonl (the log, exported),
+# tune_progress.txt, best_noflush.jsonl, default_noflush.jsonl, records.jsonl.gz (the log, exported),
 # baselines.jsonl, torch.txt.
 #
 #   OUT=... TRIALS=200 TIME_BUDGET_S=300 TORCH_BUDGET_S=200 [PRIOR=records.jsonl] \
@@ -44,8 +44,8 @@ for c in "$@"; do
   $T run --suite $B/suite.json --case "$c" --target cuda --schedule default --no-flush-l2 --json \
     >> "$OUT/default_noflush.jsonl" 2>> "$OUT/tune_progress.txt"
 done
-$T db export --db "$DB" > "$OUT/records.jsonl"
-CASES="$*" BUDGET_S=${TORCH_BUDGET_S:-200} OUT="$OUT" timeout 400 python3 experiments/tune/torch_subset.py \
+$T db export --db "$DB" | gzip -c > "$OUT/records.jsonl.gz"  # compressed: big files do not come back
+[ "${TORCH_BUDGET_S:-200}" = 0 ] || CASES="$*" BUDGET_S=${TORCH_BUDGET_S:-200} OUT="$OUT" timeout 400 python3 experiments/tune/torch_subset.py \
   $B/torch_baselines.py > "$OUT/torch.txt" 2>&1
 echo "torch rc=$?" >> "$OUT/torch.txt"
 echo "total wall $(( $(date +%s) - start )) s" >> "$OUT/tune.txt"

@@ -175,10 +175,24 @@ class KernelChecker {
     if (threads > limits_.max_threads_per_block)
       fail("bind threadIdx", "a block of " + std::to_string(threads) + " threads is over the device limit of " +
                                  std::to_string(limits_.max_threads_per_block) + " threads per block");
-    if (shared_bytes_ > limits_.max_shared_bytes)
-      fail("cache_read shared", "the kernel needs " + std::to_string(shared_bytes_) +
-                                    " bytes of shared memory, over the device limit of " +
-                                    std::to_string(limits_.max_shared_bytes) + " bytes per block");
+    // A reduction across more than one warp combines the warps' values through a shared array of
+    // its own (one float per warp of each row of the block; see the CUDA printer's AllReduce).
+    int64_t combine_bytes = 0;
+    for (const StmtNode* r : allreduces_) {
+      const int64_t n = *as_int(r->extent);
+      if (n <= 32) continue;
+      int64_t rows = 1;
+      for (const char* d : {"threadIdx.y", "threadIdx.z"})
+        if (auto t = extents_.find(d); t != extents_.end()) rows *= t->second;
+      combine_bytes += 4 * rows * (n / 32);
+    }
+    const int64_t shared_bytes = shared_bytes_ + combine_bytes;
+    if (shared_bytes > limits_.max_shared_bytes)
+      fail("cache_read shared",
+           "the kernel needs " + std::to_string(shared_bytes) + " bytes of shared memory" +
+               (combine_bytes ? " (" + std::to_string(combine_bytes) + " of them to combine reductions across warps)"
+                              : std::string()) +
+               ", over the device limit of " + std::to_string(limits_.max_shared_bytes) + " bytes per block");
   }
 
  private:

@@ -286,6 +286,25 @@ TEST_CASE("GPU row sketch stages a row read by several passes in shared memory",
   CHECK_NOTHROW(lower(replay(dag, r.trace), "staged", options));
 }
 
+// Found on the H100: two staged rows of 768 floats for 8 rows a block fill the 48 KiB of shared
+// memory exactly, and the arrays that combine a row's two warps pushed the launch over the limit
+// (CUDA_ERROR_INVALID_VALUE). The verifier counts them, so the schedule fails to lower instead.
+TEST_CASE("GPU limits count the shared arrays that combine a reduction across warps", "[search][gpu]") {
+  ComputeDAG dag = build_op("bias_residual_layernorm", {{"rows", "16"}, {"cols", "768"}});
+  std::vector<Sketch> sketches = gpu_sketches(dag, GpuTargetSpec{});
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  options.gpu_limits.max_shared_bytes = GpuTargetSpec{}.max_shared_bytes;
+  auto lowered = [&](int64_t per_block) {
+    Decider d(1, {{"rows.threads", {64}},  {"rows.stage_in_shared", {1}}, {"rows.combine_by_shuffles", {1}},
+                  {"rows.per_block", {per_block}}, {"rows.unroll", {1}}, {"rows.output_vector", {1}}});
+    return replay(dag, apply_sketch(sketches[0], dag, d).trace);
+  };
+  CHECK_THROWS_WITH(lower(lowered(8), "full", options),
+                    Catch::Contains("49280 bytes of shared memory (128 of them to combine reductions across warps)"));
+  CHECK_NOTHROW(lower(lowered(4), "half", options));
+}
+
 TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one thread", "[search][gpu]") {
   ComputeDAG dag = build_op("conv2d", {{"N", "2"}, {"C", "3"}, {"H", "13"}, {"W", "7"}, {"F", "3"}, {"KH", "3"},
                                        {"KW", "3"}, {"pad", "1"}, {"groups", "3"}});

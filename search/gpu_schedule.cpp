@@ -30,6 +30,8 @@ struct Knobs {
   int64_t fetch_vector = 4;                  // contraction: consecutive elements per thread in the shared fetch
   int64_t short_per_thread = 4;              // short reductions: adjacent outputs per thread
   int64_t short_rows = 4;                    // short reductions: next-axis values per block (threadIdx.y)
+  int64_t short_row_regs = 1;                // short reductions: next-axis values per thread (registers)
+  bool short_unroll_window = true;           // short reductions: the window's loops unrolled
   int64_t row_unroll = 1;                    // rows: a thread's values of a row loaded per (unrolled) step
   int64_t row_vector = 1;                    // rows: vector lanes of the elementwise output along the row
 };
@@ -123,13 +125,13 @@ class GpuScheduler {
 
   bool short_reductions_only() const { return gpu_short_reductions_only(dag_); }
 
-  // Each thread computes `short_per_thread` adjacent outputs along the innermost axis, their (short)
-  // reductions serial loops accumulating in registers (cache_write local): neighbouring windows
-  // share inputs, which the unrolled body loads once. Threads along x are just enough for the axis
-  // (no guarded tail when the per-thread count divides it), at most elem_threads; a block also
-  // takes `short_rows` consecutive values of the next axis on threadIdx.y. The other axes (with
-  // the outer parts) are fused into blocks: a thread's index needs no division, only the block's.
-  // Producers (padding) inlined.
+  // Each thread computes `short_per_thread` adjacent outputs along the innermost axis, and
+  // `short_row_regs` consecutive values of the next axis, their (short) reductions serial loops
+  // accumulating in registers (cache_write local): neighbouring windows share inputs, which the
+  // unrolled body loads once. Threads along x are just enough for the axis (no guarded tail when
+  // the per-thread count divides it), at most elem_threads; a block also takes `short_rows` groups
+  // of the next axis on threadIdx.y. The other axes (with the outer parts) are fused into blocks: a
+  // thread's index needs no division, only the block's. Producers (padding) inlined.
   void schedule_short_reduction(const Operation& out) {
     for (const Operation& op : dag_.ops())
       if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
@@ -144,27 +146,38 @@ class GpuScheduler {
     std::vector<int64_t> lengths{threads};
     if (per > 1) lengths.push_back(per);
     std::string thread = inner, block;
+    int64_t regs = 1;
     if (apply(split_step(out.name, inner, lengths))) {
       spatial.back() = inner + ".0";
       thread = inner + ".1";
-      std::string row_thread;
+      std::string row_thread, row_reg;
       if (spatial.size() > 1) {
         const std::string row = spatial[spatial.size() - 2];
-        int64_t rows = std::min(k_.short_rows, extent(out.name, row));
+        const int64_t row_extent = extent(out.name, row);
+        int64_t rows = std::min(k_.short_rows, row_extent);
         while (rows > 1 && rows * threads > 1024) rows /= 2;
-        if (rows > 1 && apply(split_step(out.name, row, {rows}))) {
+        regs = row_extent >= rows * k_.short_row_regs ? k_.short_row_regs : 1;
+        std::vector<int64_t> row_lengths;
+        if (rows > 1) row_lengths.push_back(rows);
+        if (regs > 1) row_lengths.push_back(regs);
+        if (!row_lengths.empty() && apply(split_step(out.name, row, row_lengths))) {
           spatial[spatial.size() - 2] = row + ".0";
-          row_thread = row + ".1";
+          if (rows > 1) row_thread = row + ".1";
+          if (regs > 1) row_reg = row + (rows > 1 ? ".2" : ".1");
+        } else {
+          regs = 1;
         }
         std::vector<std::string> order = spatial;
         if (!row_thread.empty()) order.push_back(row_thread);
         order.push_back(thread);
+        if (!row_reg.empty()) order.push_back(row_reg);
         if (per > 1) order.push_back(inner + ".2");
         apply(reorder_step(out.name, order));
       }
       block = spatial[0];
       if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) block = leaves(out.name)[0];
       if (!row_thread.empty()) apply(annotate_step(out.name, row_thread, Annotation::ThreadY));
+      if (!row_reg.empty()) apply(annotate_step(out.name, row_reg, Annotation::Unroll));
       if (per > 1) apply(annotate_step(out.name, inner + ".2", Annotation::Unroll));
     } else {
       spatial.pop_back();
@@ -176,8 +189,11 @@ class GpuScheduler {
     if (compute != out.name) {
       apply(compute_at_step(compute, out.name, thread));
       if (per > 1) apply(annotate_step(compute, out.axes.back().name, Annotation::Unroll));
+      if (regs > 1 && out.axes.size() > 1)
+        apply(annotate_step(compute, out.axes[out.axes.size() - 2].name, Annotation::Unroll));
     }
-    for (const Axis& r : out.reduce_axes) apply(annotate_step(compute, r.name, Annotation::Unroll));
+    if (k_.short_unroll_window)
+      for (const Axis& r : out.reduce_axes) apply(annotate_step(compute, r.name, Annotation::Unroll));
   }
 
   // Each input row read by several passes (softmax: max, sum, normalize) copied into shared memory
@@ -433,9 +449,11 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.rows_per_block = pick({0, 1, 2, 4, 8});
   k.warp_combine = pick({0, 1, 1}) != 0;
   k.elem_per_thread = pick({1, 1, 2, 4});
-  k.short_per_thread = pick({1, 2, 4, 8});
+  k.short_per_thread = pick({1, 2, 3, 4, 7, 8});
   k.fetch_vector = pick({1, 2, 4});
   k.short_rows = pick({1, 2, 4, 8});
+  k.short_row_regs = pick({1, 1, 2, 4});
+  k.short_unroll_window = pick({0, 1, 1}) != 0;
   k.row_unroll = pick({1, 1, 2, 4, 8});
   k.row_vector = pick({1, 2, 4});
   if (pick({0, 1}) != 0) k.row_threads = pick(warp_multiples());
@@ -462,9 +480,11 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
   }
   bool short_reduction = rows && gpu_short_reductions_only(dag);
   if (short_reduction) {
-    k.elem_threads = d.choose("elementwise.threads", {32, 64, 128, 256, 512, 1024}, DecisionKind::ThreadBinding);
-    k.short_per_thread = d.choose("short.outputs_per_thread", {1, 2, 4, 8}, DecisionKind::Unroll);
+    k.elem_threads = d.choose("elementwise.threads", warp_multiples(), DecisionKind::ThreadBinding);
+    k.short_per_thread = d.choose("short.outputs_per_thread", {1, 2, 3, 4, 7, 8}, DecisionKind::Unroll);
     k.short_rows = d.choose("short.rows_per_block", {1, 2, 4, 8}, DecisionKind::ThreadBinding);
+    k.short_row_regs = d.choose("short.rows_per_thread", {1, 2, 4}, DecisionKind::Tile);
+    k.short_unroll_window = d.choose("short.unroll_window", {1, 0}, DecisionKind::Unroll) != 0;
   }
   if (rows && !short_reduction) {
     k.row_threads = d.choose("rows.threads", warp_multiples(), DecisionKind::ThreadBinding);

@@ -315,13 +315,30 @@ TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one t
   bool rfactor = false;
   for (const Step& s : r.trace.steps) rfactor = rfactor || s.kind == StepKind::RFactor;
   CHECK_FALSE(rfactor);
-  REQUIRE(r.trace.decisions.size() == 3);
+  REQUIRE(r.trace.decisions.size() == 5);
   CHECK(r.trace.decisions[0].name == "elementwise.threads");
   CHECK(r.trace.decisions[1].name == "short.outputs_per_thread");
   CHECK(r.trace.decisions[2].name == "short.rows_per_block");
+  CHECK(r.trace.decisions[3].name == "short.rows_per_thread");
+  CHECK(r.trace.decisions[4].name == "short.unroll_window");
   LowerOptions options;
   options.target = LowerTarget::Gpu;
   CHECK_NOTHROW(lower(replay(dag, r.trace), "depthwise", options));
+
+  // Two rows a thread: the output's row axis split [blocks, threadIdx.y, 2 unrolled], inside the
+  // thread's column loop, and the register tile's row loop unrolled too.
+  Decider two(1, {{"elementwise.threads", {32}}, {"short.outputs_per_thread", {4}}, {"short.rows_per_block", {2}},
+                  {"short.rows_per_thread", {2}}, {"short.unroll_window", {1}}});
+  Trace t = apply_sketch(sketches[0], dag, two).trace;
+  INFO(trace_to_json(t, true));
+  bool split = false, unrolled_rows = false;
+  for (const Step& s : t.steps) {
+    split = split || (s.kind == StepKind::Split && s.loop == "oh" && s.factors == std::vector<int64_t>{2, 2});
+    unrolled_rows = unrolled_rows || (s.kind == StepKind::Annotate && s.annotation == Annotation::Unroll && s.loop == "oh.2");
+  }
+  CHECK(split);
+  CHECK(unrolled_rows);
+  CHECK_NOTHROW(lower(replay(dag, t), "two rows", options));
 }
 
 TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a block, no guarded tail", "[search][gpu]") {

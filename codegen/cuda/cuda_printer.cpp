@@ -22,6 +22,7 @@
 #include "codegen/cuda/cuda_backend.h"
 #include "codegen/cuda/cuda_names.h"
 #include "schedule/lower/arith.h"
+#include "schedule/lower/verify.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -33,7 +34,6 @@ using cuda_detail::int_literal;
 using cuda_detail::NameTable;
 
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
-constexpr int64_t kSharedAlignment = 16;
 
 const char* kPrelude = R"(// Floor division and modulo (round toward negative infinity), as the IR defines them.
 static __device__ __forceinline__ long long tessel_floordiv(long long a, long long b) {
@@ -49,7 +49,6 @@ static __device__ __forceinline__ long long tessel_imax(long long a, long long b
 static __device__ __forceinline__ float tessel_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 )";
 
-int64_t element_bytes(DType t) { return t == DType::Float32 ? 4 : t == DType::Int64 ? 8 : 1; }
 const char* c_type(DType t) { return t == DType::Float32 ? "float" : t == DType::Int64 ? "long long" : "bool"; }
 
 const char* kThreadTags[6] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
@@ -165,10 +164,8 @@ class CudaPrinter {
             throw CompileError("cuda codegen: global buffer '" + s->buffer + "' is allocated inside " + kernel_name +
                                " (global allocations must enclose whole kernels)");
           if (s->scope == MemScope::Shared) {
-            int64_t bytes = element_bytes(s->dtype);
-            for (int64_t e : s->extents) bytes *= e;
             info.shared_offset[s.get()] = info.shared_bytes;
-            info.shared_bytes += (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+            info.shared_bytes += shared_allocation_bytes(s->dtype, s->extents);  // as verify counts it
           }
           break;
         case StmtOp::Store: info.stored.insert(s->buffer); break;

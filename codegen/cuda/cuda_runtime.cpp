@@ -50,7 +50,6 @@ enum : int {
 constexpr int kFuncAttrMaxDynamicShared = 8;
 constexpr int kCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr unsigned kNanBits = 0x7fc00000u;
-constexpr int64_t kStaticSharedLimit = 48 * 1024;
 constexpr size_t kMaxTimingSamples = 10000;
 
 struct Driver {
@@ -352,7 +351,10 @@ DriverModule::DriverModule(DriverRuntime& rt, const CudaProgram& program, const 
       CUfunction f = nullptr;
       rt_.check(d.module_get_function(&f, module_, launch.kernel_name.c_str()),
                 ("cuModuleGetFunction(" + launch.kernel_name + ")").c_str());
-      if (launch.dynamic_shared_bytes > kStaticSharedLimit)
+      // The printer uses dynamic shared memory only when the kernel's whole shared memory (with its
+      // static arrays, which the launch does not count) is over the 48 KiB every launch may use:
+      // opt in whenever there is any, or 48 KiB of buffers plus a static array fail to launch.
+      if (launch.dynamic_shared_bytes > 0)
         rt_.check(d.func_set_attribute(f, kFuncAttrMaxDynamicShared, static_cast<int>(launch.dynamic_shared_bytes)),
                   "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
       functions_.push_back(f);

@@ -1,5 +1,6 @@
 #include "schedule/lower/verify.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -116,11 +117,7 @@ class KernelChecker {
         return;
       }
       case StmtOp::Allocate:
-        if (s->scope == MemScope::Shared) {
-          int64_t n = 4;
-          for (int64_t e : s->extents) n *= e;
-          shared_bytes_ += n;
-        }
+        if (s->scope == MemScope::Shared) shared_bytes_ += shared_allocation_bytes(s->dtype, s->extents);
         run(s->body[0], under_thread_condition);
         return;
       case StmtOp::IfThenElse: {
@@ -179,12 +176,10 @@ class KernelChecker {
     // its own (one float per warp of each row of the block; see the CUDA printer's AllReduce).
     int64_t combine_bytes = 0;
     for (const StmtNode* r : allreduces_) {
-      const int64_t n = *as_int(r->extent);
-      if (n <= 32) continue;
       int64_t rows = 1;
       for (const char* d : {"threadIdx.y", "threadIdx.z"})
         if (auto t = extents_.find(d); t != extents_.end()) rows *= t->second;
-      combine_bytes += 4 * rows * (n / 32);
+      combine_bytes += warp_combine_bytes(*as_int(r->extent), rows);
     }
     const int64_t shared_bytes = shared_bytes_ + combine_bytes;
     if (shared_bytes > limits_.max_shared_bytes)
@@ -206,6 +201,17 @@ class KernelChecker {
 };
 
 }  // namespace
+
+int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents) {
+  constexpr int64_t kAlignment = 16;
+  int64_t elements = 1;
+  for (int64_t e : extents) elements *= std::max<int64_t>(e, 0);
+  const int64_t size = dtype == DType::Float32 ? 4 : dtype == DType::Int64 ? 8 : 1;
+  const int64_t bytes = std::max<int64_t>(elements, 1) * size;
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+int64_t warp_combine_bytes(int64_t threads, int64_t rows) { return threads > 32 ? 4 * rows * (threads / 32) : 0; }
 
 void verify_lowered(const LoweredFunc& func, LowerTarget target, const GpuLimits& limits) {
   Verifier(func, target).run(func.body);

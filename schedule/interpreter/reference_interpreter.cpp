@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "schedule/te/error.h"
@@ -385,35 +386,40 @@ CompareResult compare_with_reference(const Operation& op, const std::vector<floa
 
 namespace {
 
-// Splits [0, size) into chunks of at least 1M elements, one per core (at most 8), and runs
-// `f(begin, end, chunk)` on each, in parallel when there is more than one: checking a large output
-// (90M values) element by element dominated a GPU candidate's measurement.
+constexpr size_t kMaxChunks = 8;
+
+// Splits [0, size) into chunks of at least 1M elements, `wanted` of them at most (0: one per core),
+// never more than kMaxChunks, and runs `f(begin, end, chunk)` on each, in parallel when there is
+// more than one: checking a large output (90M values) element by element is slow. A thread that
+// cannot be started leaves its chunks to this one.
 template <typename F>
-size_t for_chunks(size_t size, F&& f) {
+void for_chunks(size_t size, size_t wanted, F&& f) {
   constexpr size_t kMinChunk = size_t{1} << 20;
-  size_t chunks = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8, (size + kMinChunk - 1) / kMinChunk});
-  chunks = std::max<size_t>(chunks, 1);
+  size_t chunks = wanted ? wanted : std::max(1u, std::thread::hardware_concurrency());
+  chunks = std::max<size_t>(1, std::min({chunks, kMaxChunks, (size + kMinChunk - 1) / kMinChunk}));
   const size_t step = (size + chunks - 1) / chunks;
-  if (chunks == 1) {
-    f(size_t{0}, size, size_t{0});
-    return 1;
-  }
+  auto run = [&f, step, size](size_t c) { f(std::min(size, c * step), std::min(size, (c + 1) * step), c); };
   std::vector<std::thread> threads;
-  for (size_t c = 0; c < chunks; ++c)
-    threads.emplace_back([&f, c, step, size] { f(std::min(size, c * step), std::min(size, (c + 1) * step), c); });
+  size_t c = 1;
+  try {
+    for (; c < chunks; ++c) threads.emplace_back(run, c);
+  } catch (const std::system_error&) {
+  }
+  run(0);
+  for (size_t rest = c; rest < chunks; ++rest) run(rest);
   for (std::thread& t : threads) t.join();
-  return chunks;
 }
 
 }  // namespace
 
 CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,
-                                     const double* want, double rtol, double atol) {
+                                     const double* want, double rtol, double atol, int chunks) {
+  const size_t wanted = static_cast<size_t>(std::max(chunks, 0));
   size_t size = 1;
   for (int64_t e : shape) size *= static_cast<size_t>(e);
   // The tolerance scales with the largest finite reference value.
-  std::vector<double> scales(8, 1.0);
-  for_chunks(size, [&](size_t begin, size_t end, size_t c) {
+  std::vector<double> scales(kMaxChunks, 1.0);
+  for_chunks(size, wanted, [&](size_t begin, size_t end, size_t c) {
     double m = 1.0;
     for (size_t i = begin; i < end; ++i)
       if (std::isfinite(want[i])) m = std::max(m, std::fabs(want[i]));
@@ -422,9 +428,9 @@ CompareResult compare_with_reference(const std::string& name, const std::vector<
   const double scale = *std::max_element(scales.begin(), scales.end());
 
   // Each chunk counts its mismatches and keeps its first; the first chunk with one names it.
-  std::vector<CompareResult> parts(8);
-  std::vector<size_t> first(8, size);
-  for_chunks(size, [&](size_t begin, size_t end, size_t c) {
+  std::vector<CompareResult> parts(kMaxChunks);
+  std::vector<size_t> first(kMaxChunks, size);
+  for_chunks(size, wanted, [&](size_t begin, size_t end, size_t c) {
     CompareResult& part = parts[c];
     for (size_t i = begin; i < end; ++i) {
       double g = got[i], w = want[i];

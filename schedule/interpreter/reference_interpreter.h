@@ -37,8 +37,9 @@ CompareResult compare_with_reference(const Operation& op, const std::vector<floa
 std::string mismatch_summary(const std::string& tensor, const CompareResult& c);
 
 // The same on raw arrays of `shape`'s element count (a process holding only the data and the
-// output's name and shape, such as a runner worker).
+// output's name and shape, such as a runner worker). A large output is checked in up to `chunks`
+// parallel chunks of at least 1M values (0: one per core, at most 8), with the result of one pass.
 CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,
-                                     const double* want, double rtol, double atol);
+                                     const double* want, double rtol, double atol, int chunks = 0);
 
 }  // namespace tessel

@@ -164,27 +164,37 @@ TEST_CASE("compare_with_reference applies the documented tolerance", "[interpret
   CHECK(compare_with_reference(c, g2, w2).mismatches == 1);
 }
 
-TEST_CASE("compare_with_reference of a large output (checked in chunks) counts and names as one pass would", "[interpreter]") {
-  // 5M values: several chunks on any machine with more than one core. The largest reference value
-  // (which scales atol) sits in the last chunk, the first mismatch in a middle one.
-  const int64_t n = 5'000'000;
-  Operation c = placeholder("C", {n});
+TEST_CASE("compare_with_reference of a large output counts and names as one pass would, in any number of chunks", "[interpreter]") {
+  // 9M values. The largest reference value (which scales atol) sits in the last chunk, the first
+  // mismatch in a middle one (for 2, 3 and 8 chunks), a larger error after it.
+  const int64_t n = 9'000'000;
   std::vector<double> want(static_cast<size_t>(n), 0.0);
   std::vector<float> got(static_cast<size_t>(n), 0.0f);
   want[n - 1] = 1000;
   got[n - 1] = 1000;
   got[10] = 0.005f;  // within atol x 1000
-  for (int64_t i : {int64_t{2'600'000}, int64_t{3'900'001}, n - 2}) got[static_cast<size_t>(i)] = 0.5f;
-  got[4'000'000] = 2.0f;
-  CompareResult r = compare_with_reference(c, got, want);
-  CHECK(r.mismatches == 4);
-  CHECK(r.max_abs_error == 2.0);
-  CHECK(r.first_mismatch == "C[2600000]: got 0.5, want 0");
+  for (int64_t i : {int64_t{5'600'000}, int64_t{7'900'001}, n - 2}) got[static_cast<size_t>(i)] = 0.5f;
+  got[8'000'000] = 2.0f;
+  for (int chunks : {1, 2, 3, 8, 0}) {
+    CAPTURE(chunks);
+    CompareResult r = compare_with_reference("C", {n}, got.data(), want.data(), 1e-4, 1e-5, chunks);
+    CHECK(r.mismatches == 4);
+    CHECK(r.max_abs_error == 2.0);
+    CHECK(r.first_mismatch == "C[5600000]: got 0.5, want 0");
+  }
   got[3] = NAN;
-  r = compare_with_reference(c, got, want);
-  CHECK(r.mismatches == 5);
-  CHECK(r.max_abs_error == INFINITY);
-  CHECK(r.first_mismatch == "C[3]: got nan, want 0");
+  for (int chunks : {1, 3, 8}) {
+    CAPTURE(chunks);
+    CompareResult r = compare_with_reference("C", {n}, got.data(), want.data(), 1e-4, 1e-5, chunks);
+    CHECK(r.mismatches == 5);
+    CHECK(r.max_abs_error == INFINITY);
+    CHECK(r.first_mismatch == "C[3]: got nan, want 0");
+  }
+  // Without the large reference value, 0.005 is out of tolerance: the checks above used the scale.
+  got[3] = 0;
+  want[n - 1] = 0;
+  got[n - 1] = 0;
+  CHECK(compare_with_reference("C", {n}, got.data(), want.data(), 1e-4, 1e-5, 8).mismatches == 5);
 }
 
 TEST_CASE("compare_with_reference treats NaN as equal only to NaN and inf only to the same inf", "[interpreter]") {

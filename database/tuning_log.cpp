@@ -209,6 +209,20 @@ bool TuningLog::holds(const std::string& workload_key, const TargetInfo& target,
   return stmt.step();
 }
 
+std::vector<std::pair<int64_t, std::string>> TuningLog::settings(const std::string& workload_key,
+                                                                 const TargetInfo& target) const {
+  auto workload = db::find_workload(impl_->conn, workload_key);
+  auto target_row = db::find_target(impl_->conn, target);
+  if (!workload || !target_row) return {};
+  db::Statement stmt = impl_->conn.prepare(
+      "SELECT MIN(id), settings_json FROM records WHERE workload_id = ?1 AND target_id = ?2 "
+      "GROUP BY settings_json ORDER BY MIN(id)");
+  stmt.bind(1, *workload).bind(2, *target_row);
+  std::vector<std::pair<int64_t, std::string>> out;
+  while (stmt.step()) out.emplace_back(stmt.column_int(0), stmt.column_text(1));
+  return out;
+}
+
 std::vector<MeasureRecord> TuningLog::records(const std::string& workload_key,
                                               const TargetInfo& target) const {
   auto workload = db::find_workload(impl_->conn, workload_key);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "measure/error_code.h"
@@ -136,6 +137,12 @@ class TuningLog {
 
   // Whether the log holds a record of this schedule (its trace JSON) for (workload key, target).
   bool holds(const std::string& workload_key, const TargetInfo& target, const std::string& trace_json) const;
+
+  // Each distinct measurement settings string (MeasureRecord::settings_json) among the records of
+  // (workload key, target), with the id of its first record, by that id: how the pair was timed,
+  // without reading (or checking) the records themselves.
+  std::vector<std::pair<int64_t, std::string>> settings(const std::string& workload_key,
+                                                        const TargetInfo& target) const;
 
   // Every record of (workload key, target), trials and retimes, in insertion order (for resuming
   // and training).

@@ -99,6 +99,7 @@ MeasureRecord make_record(const WorkloadInfo& workload, const TargetInfo& target
 }
 
 TimeSplit& TimeSplit::operator+=(const TimeSplit& o) {
+  setup_s += o.setup_s;
   search_s += o.search_s;
   measure_s += o.measure_s;
   learn_s += o.learn_s;
@@ -106,16 +107,19 @@ TimeSplit& TimeSplit::operator+=(const TimeSplit& o) {
   return *this;
 }
 
-void check_flush_matches(const std::vector<MeasureRecord>& records, bool flush, const std::string& workload_name) {
-  for (const MeasureRecord& r : records) {
-    std::optional<bool> logged = settings_flush(r.settings_json);
+void check_flush_matches(const TuningLog& log, const std::string& workload_key, const TargetInfo& target, bool flush,
+                         const std::string& workload_name) {
+  for (const auto& [id, settings_json] : log.settings(workload_key, target)) {
+    std::optional<bool> logged = settings_flush(settings_json);
     if (!logged || *logged == flush) continue;
-    const std::string kind = r.target.kind == "cuda" ? "an L2 flush" : "a cache flush";
-    throw InputError("the tuning log holds timings of " + workload_name + " (workload " + r.workload.key + ") on " +
-                     r.target.kind + " " + r.target.arch + " taken " + (*logged ? "with " : "without ") + kind +
-                     " before every sample (record " + std::to_string(r.id) + "); this command times " +
-                     (flush ? "with one" : "without one") + ", and the two do not compare: time as the log did, " +
-                     "or use another --db");
+    const bool gpu = target.kind == "cuda";
+    throw InputError("the tuning log holds timings of " + workload_name + " (workload " + workload_key + ") on " +
+                     target.kind + " " + target.arch + " taken " + (*logged ? "with " : "without ") +
+                     (gpu ? "an L2 flush" : "a cache flush") + " before every sample (record " + std::to_string(id) +
+                     "); this command times " + (flush ? "with one" : "without one") +
+                     ", and the two do not compare: use another --db, or time as the log did (" +
+                     (gpu ? "--no-flush-l2 times without" : "on the CPU only `tessel measure --flush-cache` times with one") +
+                     ")");
   }
 }
 
@@ -201,9 +205,8 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     // Resume: everything the log holds for this task counts and is learned from.
     Learned& learned = logged[i];
     learned.group = s.workload_key + "/" + target.kind;
-    const std::vector<MeasureRecord> records = log.records(s.workload_key, target);
-    check_flush_matches(records, options.measure.run.flush, task.name);
-    for (const MeasureRecord& r : records) {
+    check_flush_matches(log, s.workload_key, target, options.measure.run.flush, task.name);
+    for (const MeasureRecord& r : log.records(s.workload_key, target)) {
       const bool trial = r.purpose == RecordPurpose::Trial;
       if (trial) ++s.trials;
       else ++s.retimes;
@@ -318,7 +321,8 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     TaskStatus& s = run.status;
     const Clock::time_point round_start = Clock::now();
     TimeSplit split;
-    Measurer& measurer = measurer_of(t);
+    Measurer& measurer = measurer_of(t);  // the first time: the runner, inputs and reference
+    split.setup_s = seconds_since(round_start);
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
     std::vector<std::optional<ProgramFeatures>> features;
@@ -338,7 +342,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       scheduler.finish(t);
       continue;
     }
-    split.search_s = seconds_since(round_start);
+    split.search_s = seconds_since(round_start) - split.setup_s;
     std::vector<Candidate> candidates;
     for (const Trace& trace : traces) candidates.push_back(Candidate{trace, Fault::None});
     measurer.on_build_progress([&](size_t built, size_t total) {
@@ -351,7 +355,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     for (size_t k = 0; k < results.size(); ++k)
       records.push_back(make_record(workload, target, traces[k], results[k], measurer.settings_json()));
     log.append(records);  // committed before anything below counts the round
-    split.measure_s = seconds_since(round_start) - split.search_s;
+    split.measure_s = seconds_since(round_start) - split.setup_s - split.search_s;
 
     std::vector<TrainingSample> fresh;
     const std::string group = s.workload_key + "/" + target.kind;

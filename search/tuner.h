@@ -57,10 +57,11 @@ struct TuneOptions {
 
 std::string tune_options_json(const TuneOptions& options);
 
-// Where a task's time went, in seconds: proposing candidates (evolution ranked by the cost model),
-// building and running them, updating the cost model, re-timing the leaders.
+// Where a task's time in rounds went, in seconds: starting its measurer (the runner, the inputs and
+// their reference results, once per task and session), proposing candidates (evolution ranked by
+// the cost model), building and running them, updating the cost model, re-timing the leaders.
 struct TimeSplit {
-  double search_s = 0, measure_s = 0, learn_s = 0, retime_s = 0;
+  double setup_s = 0, search_s = 0, measure_s = 0, learn_s = 0, retime_s = 0;
   TimeSplit& operator+=(const TimeSplit& o);
 };
 
@@ -95,9 +96,11 @@ MeasureRecord make_record(const WorkloadInfo& workload, const TargetInfo& target
 
 // A log holds timings of one kind per (workload, target): all taken with a cache flush before every
 // sample, or all without (measure/measurer.h, settings_flush). Throws InputError naming the workload,
-// the target and a record when `records` (of one workload on one target) hold a timing of the other
-// kind than `flush`. Records that do not say are taken as either.
-void check_flush_matches(const std::vector<MeasureRecord>& records, bool flush, const std::string& workload_name);
+// the target and a record when the log's records of the pair hold a timing of the other kind than
+// `flush` (one query on their settings; the records are not read). Records that do not say are
+// taken as either.
+void check_flush_matches(const TuningLog& log, const std::string& workload_key, const TargetInfo& target, bool flush,
+                         const std::string& workload_name);
 
 // Throws InputError naming the first bad option (also done by tune(), before anything starts).
 void check_tune_options(const TuneOptions& options);

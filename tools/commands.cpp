@@ -20,6 +20,7 @@
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
 #include "search/random_schedule.h"
+#include "search/tuner.h"
 #include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
 
@@ -167,7 +168,10 @@ int cmd_run(const RunArgs& args) {
   trace = best ? *best : schedule_of(w, args.schedule);
   // Open the log before measuring, so a log that cannot take records costs no measurement.
   std::optional<TuningLog> log;
-  if (args.record) log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
+  if (args.record) {
+    log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
+    check_flush_matches(*log, w.dag.workload_key(), host_llvm_target(), false, w.name);  // `run` never flushes on the CPU
+  }
   auto build_start = std::chrono::steady_clock::now();
   CpuKernel kernel = build_cpu_kernel(w.dag, trace);
   double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();

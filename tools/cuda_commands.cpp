@@ -10,6 +10,7 @@
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 #include "search/gpu_schedule.h"
+#include "search/tuner.h"
 #include "tools/commands.h"
 #include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
@@ -102,7 +103,10 @@ int cmd_run_cuda(const RunArgs& args) {
   if (args.best) best = best_recorded_trace(args.db, w, std::cerr, target);
   Trace trace = best ? *best : schedule_for(w, args.schedule, "cuda");
   std::optional<TuningLog> log;
-  if (args.record) log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
+  if (args.record) {
+    log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
+    check_flush_matches(*log, w.dag.workload_key(), target, args.flush_l2, w.name);
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   CudaBuild build = build_cuda_kernel(w.dag, trace, rt.device().arch, true, rt.device());

@@ -119,7 +119,7 @@ int cmd_measure(const MeasureArgs& args) {
 
   TargetInfo target = args.target == "cuda" ? cuda_target(measurer.device()) : host_llvm_target();
   WorkloadInfo workload = workload_info(w);
-  check_flush_matches(log.records(workload.key, target), options.run.flush, w.name);
+  check_flush_matches(log, workload.key, target, options.run.flush, w.name);
   nlohmann::json session_options = nlohmann::json::parse(measurer.settings_json());
   session_options["random_schedules"] = args.random_schedules;
   session_options["seed"] = args.seed;

@@ -47,9 +47,9 @@ std::string speedup(const TaskStatus& s) {
 }
 
 std::string split(const TimeSplit& t) {
-  char buffer[128];
-  std::snprintf(buffer, sizeof buffer, "search %.1f s, build+run %.1f s, learn %.1f s, retime %.1f s", t.search_s,
-                t.measure_s, t.learn_s, t.retime_s);
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "setup %.1f s, search %.1f s, build+run %.1f s, learn %.1f s, retime %.1f s",
+                t.setup_s, t.search_s, t.measure_s, t.learn_s, t.retime_s);
   return buffer;
 }
 

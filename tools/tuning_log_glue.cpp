@@ -4,8 +4,6 @@
 #include <ostream>
 
 #include "codegen/llvm/llvm_backend.h"
-#include "measure/measurer.h"
-#include "search/tuner.h"
 
 namespace tessel {
 
@@ -49,8 +47,6 @@ WorkloadInfo workload_info(const Workload& w) { return WorkloadInfo{w.dag.worklo
 
 int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& target, const Trace& trace,
                            const Measurement& m) {
-  if (std::optional<bool> flush = settings_flush(m.settings_json))
-    check_flush_matches(log.records(w.dag.workload_key(), target), *flush, w.name);
   log.begin_session(SessionInfo{"tessel run: " + w.name, m.settings_json, std::string("tessel ") + TESSEL_VERSION, "", ""});
   MeasureRecord r;
   r.workload = workload_info(w);

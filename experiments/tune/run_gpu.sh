@@ -45,7 +45,11 @@ for c in "$@"; do
     >> "$OUT/default_noflush.jsonl" 2>> "$OUT/tune_progress.txt"
 done
 $T db export --db "$DB" | gzip -c > "$OUT/records.jsonl.gz"  # compressed: big files do not come back
-[ "${TORCH_BUDGET_S:-200}" = 0 ] || CASES="$*" BUDGET_S=${TORCH_BUDGET_S:-200} OUT="$OUT" timeout 400 python3 experiments/tune/torch_subset.py \
-  $B/torch_baselines.py > "$OUT/torch.txt" 2>&1
-echo "torch rc=$?" >> "$OUT/torch.txt"
+if [ "${TORCH_BUDGET_S:-200}" = 0 ]; then
+  echo "torch baselines skipped (TORCH_BUDGET_S=0)" > "$OUT/torch.txt"
+else
+  CASES="$*" BUDGET_S=${TORCH_BUDGET_S:-200} OUT="$OUT" timeout 400 python3 experiments/tune/torch_subset.py \
+    $B/torch_baselines.py > "$OUT/torch.txt" 2>&1
+  echo "torch rc=$?" >> "$OUT/torch.txt"
+fi
 echo "total wall $(( $(date +%s) - start )) s" >> "$OUT/tune.txt"

@@ -29,6 +29,7 @@ constexpr double kMinRunTimeout_s = 0.5;
 
 struct TaskRun {
   std::unique_ptr<Measurer> measurer;
+  double measurer_setup_s = 0;  // a measurer started before the rounds: counted in the first one's setup
   std::unique_ptr<SearchPolicy> policy;
   Trace default_trace;
   ScheduleTimings timings;
@@ -175,7 +176,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
 
   std::vector<TaskRun> runs(tasks.size());
   // The first task's measurer names the target (for a GPU: which one, which driver).
+  const Clock::time_point setup_start = Clock::now();
   runs[0].measurer = std::make_unique<Measurer>(tasks[0].dag, options.measure);
+  runs[0].measurer_setup_s = seconds_since(setup_start);
   const TargetInfo target = target_of(*runs[0].measurer);
 
   std::vector<double> weights;
@@ -322,7 +325,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     const Clock::time_point round_start = Clock::now();
     TimeSplit split;
     Measurer& measurer = measurer_of(t);  // the first time: the runner, inputs and reference
-    split.setup_s = seconds_since(round_start);
+    const double setup_here = seconds_since(round_start);  // this round's part of split.setup_s
+    split.setup_s = setup_here + run.measurer_setup_s;
+    run.measurer_setup_s = 0;
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
     std::vector<std::optional<ProgramFeatures>> features;
@@ -335,14 +340,18 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       traces.push_back(std::move(p.trace));
       features.push_back(std::move(p.features));
     }
+    split.search_s = seconds_since(round_start) - setup_here;
     if (traces.empty()) {
       note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
+      const Clock::time_point retime_start = Clock::now();
       retime_leaders(t);  // a resumed task can end here without a round
+      split.retime_s = seconds_since(retime_start);
+      s.seconds += seconds_since(round_start);
+      s.time += split;
       s.done = true;
       scheduler.finish(t);
       continue;
     }
-    split.search_s = seconds_since(round_start) - split.setup_s;
     std::vector<Candidate> candidates;
     for (const Trace& trace : traces) candidates.push_back(Candidate{trace, Fault::None});
     measurer.on_build_progress([&](size_t built, size_t total) {
@@ -355,7 +364,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     for (size_t k = 0; k < results.size(); ++k)
       records.push_back(make_record(workload, target, traces[k], results[k], measurer.settings_json()));
     log.append(records);  // committed before anything below counts the round
-    split.measure_s = seconds_since(round_start) - split.setup_s - split.search_s;
+    split.measure_s = seconds_since(round_start) - setup_here - split.search_s;
 
     std::vector<TrainingSample> fresh;
     const std::string group = s.workload_key + "/" + target.kind;

@@ -58,7 +58,7 @@ struct TuneOptions {
 std::string tune_options_json(const TuneOptions& options);
 
 // Where a task's time in rounds went, in seconds: starting its measurer (the runner, the inputs and
-// their reference results, once per task and session), proposing candidates (evolution ranked by
+// their reference results, once per task and session; counted in its first round), proposing candidates (evolution ranked by
 // the cost model), building and running them, updating the cost model, re-timing the leaders.
 struct TimeSplit {
   double setup_s = 0, search_s = 0, measure_s = 0, learn_s = 0, retime_s = 0;

@@ -7,7 +7,7 @@
 // kernel, launched in order. In a kernel, loops marked ThreadBound with tag blockIdx.{x,y,z} /
 // threadIdx.{x,y,z} become the grid / block indices (their extents are the launch dimensions; a tag
 // used twice in one kernel is an error); "vthread" loops run serially inside the thread; Shared
-// allocations become __shared__ arrays (dynamic shared memory when over 48 KiB); Local ones
+// allocations become __shared__ arrays (dynamic shared memory, opted in at load, when they and the static warp-combine arrays pass 48 KiB); Local ones
 // per-thread arrays; Barrier is __syncthreads().
 #pragma once
 

@@ -73,6 +73,7 @@ struct KernelInfo {
   bool bound[6] = {};
   bool dynamic_shared = false;
   int64_t static_shared_bytes = 0;  // declared where they are used (reductions across warps)
+  std::vector<int64_t> allreduce_threads;  // the thread count of each reduction across threads
   int64_t shared_bytes = 0;
   std::map<const StmtNode*, int64_t> shared_offset;  // dynamic shared: offset of each allocation
   std::set<std::string> stored;
@@ -169,7 +170,7 @@ class CudaPrinter {
           }
           break;
         case StmtOp::Store: info.stored.insert(s->buffer); break;
-        case StmtOp::AllReduce: info.static_shared_bytes += 32 * 4; break;  // at most 32 warps' values
+        case StmtOp::AllReduce: info.allreduce_threads.push_back(*as_int(s->extent)); break;
         default: break;
       }
       for (const Stmt& child : s->body) walk(child);
@@ -203,8 +204,12 @@ class CudaPrinter {
       throw CompileError("cuda codegen: " + kernel_name + " needs " + std::to_string(threads) +
                          " threads per block, over the device limit " +
                          std::to_string(limits_.max_threads_per_block));
-    if (info.shared_bytes > limits_.max_shared_per_block_optin)
-      throw CompileError("cuda codegen: " + kernel_name + " needs " + std::to_string(info.shared_bytes) +
+    // Each reduction across warps declares its own array of the warps' values of every row.
+    for (int64_t n : info.allreduce_threads)
+      info.static_shared_bytes += warp_combine_bytes(n, info.extent[4] * info.extent[5]);
+    if (info.shared_bytes + info.static_shared_bytes > limits_.max_shared_per_block_optin)
+      throw CompileError("cuda codegen: " + kernel_name + " needs " +
+                         std::to_string(info.shared_bytes + info.static_shared_bytes) +
                          " bytes of shared memory, over the device limit " +
                          std::to_string(limits_.max_shared_per_block_optin));
     info.dynamic_shared = info.shared_bytes + info.static_shared_bytes > kStaticSharedLimit;

@@ -400,6 +400,7 @@ void for_chunks(size_t size, size_t wanted, F&& f) {
   const size_t step = (size + chunks - 1) / chunks;
   auto run = [&f, step, size](size_t c) { f(std::min(size, c * step), std::min(size, (c + 1) * step), c); };
   std::vector<std::thread> threads;
+  threads.reserve(chunks);  // no allocation while threads run: only starting one can fail
   size_t c = 1;
   try {
     for (; c < chunks; ++c) threads.emplace_back(run, c);

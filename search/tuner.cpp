@@ -322,11 +322,23 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     const size_t t = *next;
     TaskRun& run = runs[t];
     TaskStatus& s = run.status;
+    // The round's time by phase: lap() is the time since the previous lap (or the round's start).
     const Clock::time_point round_start = Clock::now();
     TimeSplit split;
+    Clock::time_point mark = round_start;
+    auto lap = [&mark] {
+      const Clock::time_point now = Clock::now();
+      const double elapsed = std::chrono::duration<double>(now - mark).count();
+      mark = now;
+      return elapsed;
+    };
+    auto close_round = [&] {
+      s.seconds += seconds_since(round_start);
+      s.last_round = split;
+      s.time += split;
+    };
     Measurer& measurer = measurer_of(t);  // the first time: the runner, inputs and reference
-    const double setup_here = seconds_since(round_start);  // this round's part of split.setup_s
-    split.setup_s = setup_here + run.measurer_setup_s;
+    split.setup_s = lap() + run.measurer_setup_s;
     run.measurer_setup_s = 0;
     const int64_t wanted = std::min<int64_t>(batch, s.budget - s.trials);
     std::vector<Trace> traces;
@@ -340,14 +352,12 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       traces.push_back(std::move(p.trace));
       features.push_back(std::move(p.features));
     }
-    split.search_s = seconds_since(round_start) - setup_here;
+    split.search_s = lap();
     if (traces.empty()) {
       note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
-      const Clock::time_point retime_start = Clock::now();
       retime_leaders(t);  // a resumed task can end here without a round
-      split.retime_s = seconds_since(retime_start);
-      s.seconds += seconds_since(round_start);
-      s.time += split;
+      split.retime_s = lap();
+      close_round();
       s.done = true;
       scheduler.finish(t);
       continue;
@@ -364,7 +374,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     for (size_t k = 0; k < results.size(); ++k)
       records.push_back(make_record(workload, target, traces[k], results[k], measurer.settings_json()));
     log.append(records);  // committed before anything below counts the round
-    split.measure_s = seconds_since(round_start) - setup_here - split.search_s;
+    split.measure_s = lap();
 
     std::vector<TrainingSample> fresh;
     const std::string group = s.workload_key + "/" + target.kind;
@@ -379,15 +389,11 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       if (k == 0 && !s.default_measured) s.default_measured = true;
       if (features[k]) fresh.push_back(TrainingSample{*features[k], group, latency});
     }
-    Clock::time_point phase = Clock::now();
     model->update(fresh);
-    split.learn_s = seconds_since(phase);
-    phase = Clock::now();
+    split.learn_s = lap();  // telling the search and the model
     retime_leaders(t);
-    split.retime_s = seconds_since(phase);
-    s.seconds += seconds_since(round_start);
-    s.last_round = split;
-    s.time += split;
+    split.retime_s = lap();
+    close_round();
     scheduler.record(t, s.trials, s.best_s > 0 ? s.best_s : std::numeric_limits<double>::infinity());
     if (s.trials >= s.budget) {
       s.done = true;

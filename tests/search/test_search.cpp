@@ -2,6 +2,7 @@
 // reference interpreter at odd shapes), mutation and crossover through the search policy, and the
 // task scheduler.
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include <cmath>
 #include <limits>
@@ -61,6 +62,18 @@ class FeatureHashModel : public CostModel {
   bool trained() const override { return true; }
   std::string name() const override { return "feature-hash"; }
 };
+
+// Whether the trace splits `loop` by exactly `factors`, or annotates `loop` with `annotation`.
+bool has_split(const Trace& t, const std::string& loop, const std::vector<int64_t>& factors) {
+  return std::any_of(t.steps.begin(), t.steps.end(), [&](const Step& s) {
+    return s.kind == StepKind::Split && s.loop == loop && s.factors == factors;
+  });
+}
+bool has_annotation(const Trace& t, const std::string& loop, Annotation annotation) {
+  return std::any_of(t.steps.begin(), t.steps.end(), [&](const Step& s) {
+    return s.kind == StepKind::Annotate && s.loop == loop && s.annotation == annotation;
+  });
+}
 
 }  // namespace
 
@@ -331,13 +344,8 @@ TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one t
                   {"short.rows_per_thread", {2}}, {"short.unroll_window", {1}}});
   Trace t = apply_sketch(sketches[0], dag, two).trace;
   INFO(trace_to_json(t, true));
-  bool split = false, unrolled_rows = false;
-  for (const Step& s : t.steps) {
-    split = split || (s.kind == StepKind::Split && s.loop == "oh" && s.factors == std::vector<int64_t>{2, 2});
-    unrolled_rows = unrolled_rows || (s.kind == StepKind::Annotate && s.annotation == Annotation::Unroll && s.loop == "oh.2");
-  }
-  CHECK(split);
-  CHECK(unrolled_rows);
+  CHECK(has_split(t, "oh", {2, 2}));
+  CHECK(has_annotation(t, "oh.2", Annotation::Unroll));
   CHECK_NOTHROW(lower(replay(dag, t), "two rows", options));
 }
 
@@ -347,13 +355,8 @@ TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a 
                                        {"KW", "3"}, {"pad", "1"}, {"groups", "8"}});
   Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
   INFO(trace_to_json(t, true));
-  bool split_4 = false, thread_y = false;
-  for (const Step& s : t.steps) {
-    split_4 = split_4 || (s.kind == StepKind::Split && s.loop == "ow" && s.factors == std::vector<int64_t>{28, 4});
-    thread_y = thread_y || (s.kind == StepKind::Annotate && s.annotation == Annotation::ThreadY && s.loop == "oh.1");
-  }
-  CHECK(split_4);
-  CHECK(thread_y);
+  CHECK(has_split(t, "ow", {28, 4}));
+  CHECK(has_annotation(t, "oh.1", Annotation::ThreadY));
   LowerOptions options;
   options.target = LowerTarget::Gpu;
   std::string ir = to_string(lower(replay(dag, t), "depthwise", options));

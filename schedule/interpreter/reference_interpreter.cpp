@@ -16,6 +16,35 @@ namespace tessel {
 
 namespace {
 
+// Runs f(begin, end, chunk) on `chunks` contiguous chunks of [0, size), each on its own thread when
+// there is more than one (the caller's thread takes chunk 0; a thread that cannot be started leaves
+// its chunks to the caller). The first exception a chunk threw is rethrown once all have finished.
+template <typename F>
+void for_chunks(size_t size, size_t chunks, F&& f) {
+  chunks = std::max<size_t>(1, std::min(chunks, std::max<size_t>(size, 1)));
+  const size_t step = (size + chunks - 1) / chunks;
+  std::vector<std::exception_ptr> errors(chunks);
+  auto run = [&f, &errors, step, size](size_t c) {
+    try {
+      f(std::min(size, c * step), std::min(size, (c + 1) * step), c);
+    } catch (...) {
+      errors[c] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(chunks);  // no allocation while threads run: only starting one can fail
+  size_t c = 1;
+  try {
+    for (; c < chunks; ++c) threads.emplace_back(run, c);
+  } catch (const std::system_error&) {
+  }
+  run(0);
+  for (size_t rest = c; rest < chunks; ++rest) run(rest);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 struct Node {
   ExprOp op = ExprOp::IntImm;
   bool is_float = false;
@@ -270,26 +299,10 @@ void evaluate_op(const Operation& op, const Node& body, const std::vector<Tensor
   out.assign(static_cast<size_t>(op.num_elements()), 0.0);
   int64_t work = op.num_elements();
   for (const Axis& r : op.reduce_axes) work *= r.extent;
-  size_t threads = work < (int64_t(1) << 22) ? 1 : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, out.size());
-  if (threads <= 1) {
-    evaluate_range(op, body, tensors, out, 0, out.size());
-    return;
-  }
-  std::vector<std::exception_ptr> errors(threads);
-  std::vector<std::thread> pool;
-  size_t chunk = (out.size() + threads - 1) / threads;
-  for (size_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        evaluate_range(op, body, tensors, out, std::min(out.size(), t * chunk), std::min(out.size(), (t + 1) * chunk));
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  for (std::thread& th : pool) th.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  const size_t threads = work < (int64_t(1) << 22) ? 1 : std::max(1u, std::thread::hardware_concurrency());
+  for_chunks(out.size(), threads, [&](size_t begin, size_t end, size_t) {
+    evaluate_range(op, body, tensors, out, begin, end);
+  });
 }
 
 std::string format_index(const std::string& name, const std::vector<int64_t>& shape, int64_t flat) {
@@ -384,43 +397,18 @@ CompareResult compare_with_reference(const Operation& op, const std::vector<floa
   return compare_with_reference(op.name, op.shape, got.data(), want.data(), rtol, atol);
 }
 
-namespace {
-
-constexpr size_t kMaxChunks = 8;
-
-// Splits [0, size) into chunks of at least 1M elements, `wanted` of them at most (0: one per core),
-// never more than kMaxChunks, and runs `f(begin, end, chunk)` on each, in parallel when there is
-// more than one: checking a large output (90M values) element by element is slow. A thread that
-// cannot be started leaves its chunks to this one.
-template <typename F>
-void for_chunks(size_t size, size_t wanted, F&& f) {
-  constexpr size_t kMinChunk = size_t{1} << 20;
-  size_t chunks = wanted ? wanted : std::max(1u, std::thread::hardware_concurrency());
-  chunks = std::max<size_t>(1, std::min({chunks, kMaxChunks, (size + kMinChunk - 1) / kMinChunk}));
-  const size_t step = (size + chunks - 1) / chunks;
-  auto run = [&f, step, size](size_t c) { f(std::min(size, c * step), std::min(size, (c + 1) * step), c); };
-  std::vector<std::thread> threads;
-  threads.reserve(chunks);  // no allocation while threads run: only starting one can fail
-  size_t c = 1;
-  try {
-    for (; c < chunks; ++c) threads.emplace_back(run, c);
-  } catch (const std::system_error&) {
-  }
-  run(0);
-  for (size_t rest = c; rest < chunks; ++rest) run(rest);
-  for (std::thread& t : threads) t.join();
-}
-
-}  // namespace
-
 CompareResult compare_with_reference(const std::string& name, const std::vector<int64_t>& shape, const float* got,
                                      const double* want, double rtol, double atol, int chunks) {
-  const size_t wanted = static_cast<size_t>(std::max(chunks, 0));
   size_t size = 1;
   for (int64_t e : shape) size *= static_cast<size_t>(e);
+  // Chunks of at least 1M values, one per core unless told (at most kMaxChunks): checking a large
+  // output (90M values) element by element is slow.
+  constexpr size_t kMaxChunks = 8, kMinChunk = size_t{1} << 20;
+  const size_t wanted = chunks > 0 ? static_cast<size_t>(chunks) : std::max(1u, std::thread::hardware_concurrency());
+  const size_t n_chunks = std::min({wanted, kMaxChunks, std::max<size_t>(1, (size + kMinChunk - 1) / kMinChunk)});
   // The tolerance scales with the largest finite reference value.
   std::vector<double> scales(kMaxChunks, 1.0);
-  for_chunks(size, wanted, [&](size_t begin, size_t end, size_t c) {
+  for_chunks(size, n_chunks, [&](size_t begin, size_t end, size_t c) {
     double m = 1.0;
     for (size_t i = begin; i < end; ++i)
       if (std::isfinite(want[i])) m = std::max(m, std::fabs(want[i]));
@@ -431,7 +419,7 @@ CompareResult compare_with_reference(const std::string& name, const std::vector<
   // Each chunk counts its mismatches and keeps its first; the first chunk with one names it.
   std::vector<CompareResult> parts(kMaxChunks);
   std::vector<size_t> first(kMaxChunks, size);
-  for_chunks(size, wanted, [&](size_t begin, size_t end, size_t c) {
+  for_chunks(size, n_chunks, [&](size_t begin, size_t end, size_t c) {
     CompareResult& part = parts[c];
     for (size_t i = begin; i < end; ++i) {
       double g = got[i], w = want[i];

@@ -37,9 +37,12 @@ struct Knobs {
 };
 
 // Threads per block (elementwise) or per row (a cross-thread reduction): whole warps, 32 to 1024.
-std::vector<int64_t> warp_multiples() {
-  std::vector<int64_t> v;
-  for (int64_t t = 32; t <= 1024; t += 32) v.push_back(t);
+const std::vector<int64_t>& warp_multiples() {
+  static const std::vector<int64_t> v = [] {
+    std::vector<int64_t> out;
+    for (int64_t t = 32; t <= 1024; t += 32) out.push_back(t);
+    return out;
+  }();
   return v;
 }
 
@@ -431,7 +434,7 @@ class GpuScheduler {
 };
 
 Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
-  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  auto pick = [&](const std::vector<int64_t>& v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
   Knobs k;
   k.elem_threads = pick({32, 64, 128, 256, 512, 1024});
   if (pick({0, 1}) != 0) k.elem_threads = pick(warp_multiples());

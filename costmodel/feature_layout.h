@@ -29,6 +29,8 @@ enum Scalar : int {
   kAllocSize, kAllocShared, kAllocLocal, kAllocOuterProd, kStoreIsOutput,
   // the enclosing scope
   kOuterProd, kNumLoops, kNumReduceLoops, kInnerExtent, kNumGuards, kPrefetchLoops, kAutoUnrollMaxStep,
+  // the GPU kernel holding the store, against the reference machine (FeatureTarget::sm)
+  kThreadIters, kSharedPerBlock, kLocalPerThread, kBlocksPerSm, kOccupancy, kSmFill, kWaves, kWaveEfficiency,
   kNumScalars
 };
 
@@ -36,6 +38,8 @@ enum Scalar : int {
 enum BufferColumn : int {
   kAccRead, kAccWrite, kAccReadWrite, kBytes, kUniqueBytes, kLines, kUniqueLines, kReuseLoop, kReuseSerial,
   kReuseNone, kReuseDistIter, kReuseDistBytes, kReuseCount, kStride, kScopeShared, kScopeLocal,
+  // one warp's access on the GPU: 32-byte sectors, useful bytes per sector byte, shared-memory bank ways
+  kWarpSectors, kWarpEfficiency, kBankWays,
   kBufferColumns
 };
 

@@ -36,6 +36,14 @@ struct StoreGroup {
   std::vector<Loop> loops;
   std::vector<Allocation> allocs;
   int guards = 0;
+  int kernel = 0;  // the top-level statement holding it (one GPU kernel each)
+};
+
+// What one GPU kernel (a statement of the top-level sequence) asks of a multiprocessor.
+struct KernelFacts {
+  double threads = 0, blocks = 0;  // products of the threadIdx.* / blockIdx.* extents; 0 when unbound
+  double shared_bytes = 0;         // its shared allocations, laid out as the CUDA printer does
+  double local_bytes = 0;          // its local (per-thread) allocations
 };
 
 // An access's index as constant + sum of coefficient x loop variable; the last coefficient belongs
@@ -97,6 +105,7 @@ size_t skeleton_hash(const Expr& e) {
 class StoreCollector {
  public:
   std::vector<StoreGroup> groups;
+  int kernel = 0;  // set by the caller before walking each top-level statement
 
   void walk(const Stmt& s) {
     switch (s->op) {
@@ -154,10 +163,10 @@ class StoreCollector {
 
   void add_store(const StmtNode* s) {
     size_t key = mix(std::hash<std::string>()(s->buffer), s->value ? skeleton_hash(s->value) : 0);
-    key = mix(key, static_cast<size_t>(guards_));
+    key = mix(mix(key, static_cast<size_t>(guards_)), static_cast<size_t>(kernel));
     for (size_t h : signature_) key = mix(key, h);
     auto [it, inserted] = index_.emplace(key, static_cast<int>(groups.size()));
-    if (inserted) groups.push_back(StoreGroup{{}, loops_, allocs_, guards_});
+    if (inserted) groups.push_back(StoreGroup{{}, loops_, allocs_, guards_, kernel});
     StoreGroup& g = groups[it->second];
     g.stores.push_back(s);
     // A copy may carry the prefetch mark its first sibling did not see yet.
@@ -165,12 +174,40 @@ class StoreCollector {
   }
 };
 
+// Adds the bindings and allocations of one kernel's statements to `k`; `tags` keeps each binding
+// tag's extent once (a tag keeps one extent within a kernel).
+void collect_kernel(const Stmt& s, KernelFacts& k, std::unordered_map<std::string, double>& tags) {
+  if (s->op == StmtOp::For && s->for_kind == ForKind::ThreadBound) tags[s->thread_tag] = static_cast<double>(constant_extent(s->extent));
+  if (s->op == StmtOp::Allocate) {
+    if (s->scope == MemScope::Shared) k.shared_bytes += static_cast<double>(shared_allocation_bytes(s->dtype, s->extents));
+    if (s->scope == MemScope::Local) {
+      double elems = 1;
+      for (int64_t e : s->extents) elems *= static_cast<double>(e);
+      k.local_bytes += elems * bytes_of(s->dtype);
+    }
+  }
+  for (const Stmt& b : s->body)
+    if (b) collect_kernel(b, k, tags);
+}
+
+KernelFacts kernel_facts(const Stmt& kernel) {
+  KernelFacts k;
+  std::unordered_map<std::string, double> tags;
+  collect_kernel(kernel, k, tags);
+  for (const auto& [tag, extent] : tags) {
+    if (tag.rfind("threadIdx", 0) == 0) k.threads = std::max(k.threads, 1.0) * extent;
+    if (tag.rfind("blockIdx", 0) == 0) k.blocks = std::max(k.blocks, 1.0) * extent;
+  }
+  return k;
+}
+
 // --- one row -------------------------------------------------------------------------------------
 
 class RowBuilder {
  public:
-  RowBuilder(const StoreGroup& group, const LoweredFunc& func, const FeatureTarget& target, float* row, double* counts)
-      : g_(group), func_(func), target_(target), row_(row), counts_(counts) {
+  RowBuilder(const StoreGroup& group, const KernelFacts& kernel, const LoweredFunc& func, const FeatureTarget& target,
+             float* row, double* counts)
+      : g_(group), kernel_(kernel), func_(func), target_(target), row_(row), counts_(counts) {
     nloops_ = static_cast<int>(g_.loops.size());
     for (const Loop& l : g_.loops) prod_ *= static_cast<double>(l.extent);
   }
@@ -196,12 +233,14 @@ class RowBuilder {
     arithmetic();
     loops_and_bindings();
     allocation();
+    if (target_.gpu) gpu_kernel();
     buffers();
     curve();
   }
 
  private:
   const StoreGroup& g_;
+  const KernelFacts& kernel_;
   const LoweredFunc& func_;
   const FeatureTarget& target_;
   float* row_;
@@ -398,6 +437,92 @@ class RowBuilder {
       }
   }
 
+  static bool block_or_thread(const StmtNode* loop) {
+    return loop->for_kind == ForKind::ThreadBound &&
+           (loop->thread_tag.rfind("threadIdx", 0) == 0 || loop->thread_tag.rfind("blockIdx", 0) == 0);
+  }
+
+  // How the store's kernel fills the reference multiprocessor: resident blocks (by threads, shared
+  // memory and an estimate of registers from the local allocations), occupancy and waves of blocks.
+  void gpu_kernel() {
+    double serial = static_cast<double>(g_.stores.size());
+    for (const Loop& l : g_.loops)
+      if (!block_or_thread(l.node)) serial *= static_cast<double>(l.extent);
+    set(kThreadIters, log1p2(serial));
+    set(kSharedPerBlock, log1p2(kernel_.shared_bytes));
+    set(kLocalPerThread, log1p2(kernel_.local_bytes));
+
+    const SmModel& sm = target_.sm;
+    const double warps = std::ceil(std::max(kernel_.threads, 1.0) / 32.0);
+    const double max_warps = sm.max_threads / 32.0;
+    // Registers per thread: a base for addresses and loop counters plus the local arrays, in the
+    // hardware's steps of 8, at most 255.
+    const double regs = std::min(255.0, 8.0 * std::ceil((24.0 + kernel_.local_bytes / 4.0) / 8.0));
+    double resident = std::min<double>(sm.max_blocks, std::floor(max_warps / warps));
+    if (kernel_.shared_bytes > 0)
+      resident = std::min(resident, std::floor(static_cast<double>(sm.shared_bytes) /
+                                               (kernel_.shared_bytes + static_cast<double>(sm.shared_reserved_per_block))));
+    resident = std::max(1.0, std::min(resident, std::floor(sm.registers / (regs * warps * 32.0))));
+    const double blocks = std::max(kernel_.blocks, 1.0);
+    const double capacity = sm.sm_count * resident;
+    set(kBlocksPerSm, resident);
+    set(kOccupancy, resident * warps / max_warps);
+    set(kSmFill, std::min(1.0, blocks / sm.sm_count));
+    set(kWaves, log1p2(blocks / capacity));
+    set(kWaveEfficiency, blocks / (std::ceil(blocks / capacity) * capacity));
+  }
+
+  struct WarpAccess {
+    double sectors = 0, efficiency = 0, bank_ways = 0;
+  };
+
+  // One warp executing access `a` once: the first 32 threads of the block (threadIdx.x fastest) at
+  // the row's thread loops, every other loop at 0. Sectors are 32-byte global-memory transactions;
+  // bank ways the most distinct 4-byte words one of the 32 banks serves, per 128 bytes the warp asks.
+  WarpAccess warp_access(const Access& a) const {
+    int axis_loop[3] = {-1, -1, -1};
+    double extent[3] = {1, 1, 1};
+    for (int i = 0; i < nloops_; ++i) {
+      const StmtNode* l = g_.loops[i].node;
+      if (l->for_kind != ForKind::ThreadBound || l->thread_tag.rfind("threadIdx.", 0) != 0) continue;
+      int axis = l->thread_tag.back() - 'x';
+      if (axis < 0 || axis > 2) continue;
+      axis_loop[axis] = i;
+      extent[axis] = static_cast<double>(g_.loops[i].extent);
+    }
+    WarpAccess w;
+    if (axis_loop[0] < 0 && axis_loop[1] < 0 && axis_loop[2] < 0) return w;
+    const int threads = static_cast<int>(std::min(32.0, extent[0] * extent[1] * extent[2]));
+    std::vector<int64_t> elements, sectors, words;
+    for (int t = 0; t < threads; ++t) {
+      const double id[3] = {std::fmod(t, extent[0]), std::fmod(std::floor(t / extent[0]), extent[1]),
+                            std::floor(t / (extent[0] * extent[1]))};
+      double base = 0;
+      for (int axis = 0; axis < 3; ++axis)
+        if (axis_loop[axis] >= 0) base += a.index.coef[axis_loop[axis]] * id[axis];
+      for (int lane = 0; lane < a.lanes; ++lane) {
+        const double element = std::floor(base + a.index.coef[nloops_] * lane);
+        const double byte = element * a.elem_bytes;
+        elements.push_back(static_cast<int64_t>(element));
+        sectors.push_back(static_cast<int64_t>(std::floor(byte / 32.0)));
+        words.push_back(static_cast<int64_t>(std::floor(byte / 4.0)));
+      }
+    }
+    auto distinct = [](std::vector<int64_t>& v) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      return static_cast<double>(v.size());
+    };
+    w.sectors = distinct(sectors);
+    w.efficiency = distinct(elements) * a.elem_bytes / (w.sectors * 32.0);
+    distinct(words);
+    int per_bank[32] = {};
+    for (int64_t word : words) ++per_bank[((word % 32) + 32) % 32];
+    const double phases = std::max(1.0, std::ceil(threads * a.lanes * a.elem_bytes / 128.0));
+    w.bank_ways = std::max(1.0, *std::max_element(per_bank, per_bank + 32) / phases);
+    return w;
+  }
+
   struct BufferStats {
     const std::string* name;
     bool read = false, write = false;
@@ -514,6 +639,12 @@ class RowBuilder {
       const StmtNode* alloc = allocation_of(*s.name, nullptr);
       set(col(kScopeShared), alloc && alloc->scope == MemScope::Shared ? 1 : 0);
       set(col(kScopeLocal), alloc && alloc->scope == MemScope::Local ? 1 : 0);
+      if (target_.gpu && !(alloc && alloc->scope == MemScope::Local)) {
+        WarpAccess w = warp_access(a);
+        set(col(kWarpSectors), log1p2(w.sectors));
+        set(col(kWarpEfficiency), w.efficiency);
+        if (alloc && alloc->scope == MemScope::Shared) set(col(kBankWays), w.bank_ways);
+      }
     }
   }
 
@@ -556,12 +687,14 @@ std::vector<std::string> make_names() {
       "alloc_size", "alloc_shared", "alloc_local", "alloc_outer_prod", "store_is_output",
       "outer_prod", "num_loops", "num_reduce_loops", "inner_extent", "num_guards", "prefetch_loops",
       "auto_unroll_max_step",
+      "thread_iters", "shared_per_block", "local_per_thread", "blocks_per_sm", "occupancy", "sm_fill", "waves",
+      "wave_efficiency",
   };
   TESSEL_CHECK(static_cast<int>(names.size()) == kNumScalars, "feature names out of step with the layout");
   const char* buffer_columns[kBufferColumns] = {
       "acc_read", "acc_write", "acc_rw", "bytes", "unique_bytes", "lines", "unique_lines", "reuse_loop",
       "reuse_serial", "reuse_none", "reuse_dist_iter", "reuse_dist_bytes", "reuse_count", "stride",
-      "scope_shared", "scope_local",
+      "scope_shared", "scope_local", "warp_sectors", "warp_efficiency", "bank_ways",
   };
   for (int b = 0; b < kMaxBuffers; ++b)
     for (const char* c : buffer_columns) names.push_back("B" + std::to_string(b) + "." + c);
@@ -572,8 +705,18 @@ std::vector<std::string> make_names() {
 
 // The rows of `func` and, per row, the buffer its stores write.
 ProgramFeatures extract_rows(const LoweredFunc& func, const FeatureTarget& target, std::vector<std::string>* stored) {
+  // On the GPU each statement of the top-level sequence is a kernel of its own.
   StoreCollector collector;
-  if (func.body) collector.walk(func.body);
+  std::vector<KernelFacts> kernels;
+  if (func.body) {
+    const bool split = target.gpu && func.body->op == StmtOp::Seq;
+    std::vector<Stmt> parts = split ? func.body->body : std::vector<Stmt>{func.body};
+    for (const Stmt& part : parts) {
+      collector.kernel = static_cast<int>(kernels.size());
+      kernels.push_back(target.gpu ? kernel_facts(part) : KernelFacts{});
+      collector.walk(part);
+    }
+  }
   ProgramFeatures out;
   out.rows = static_cast<int>(collector.groups.size());
   out.values.assign(static_cast<size_t>(out.rows) * kWidth, 0.0f);
@@ -585,7 +728,7 @@ ProgramFeatures extract_rows(const LoweredFunc& func, const FeatureTarget& targe
     const StoreGroup& g = collector.groups[r];
     float* row = out.values.data() + static_cast<size_t>(r) * kWidth;
     double* counts = raw.data() + static_cast<size_t>(r) * (kCast + 2);
-    RowBuilder(g, func, target, row, counts).build();
+    RowBuilder(g, kernels[g.kernel], func, target, row, counts).build();
     for (int c = kFloatAddSub; c <= kFloatAct; ++c) float_ops += counts[c];
     if (stored) stored->push_back(g.stores.front()->buffer);
   }

@@ -14,13 +14,27 @@
 namespace tessel {
 
 // 2: the arithmetic counts and outer_prod are relative to the program's float operations.
-constexpr int kFeatureVersion = 2;
+// 3: GPU kernel occupancy and waves, work per thread, and each buffer's warp-level access.
+constexpr int kFeatureVersion = 3;
+
+// The multiprocessor the GPU columns (occupancy, waves) are computed against. Features are a
+// program's description for ranking schedules, so one fixed machine (an H100 SXM's figures) serves
+// every log: a log and a model agree on it whatever GPU measured them.
+struct SmModel {
+  int sm_count = 132;
+  int max_threads = 2048;
+  int max_blocks = 32;
+  int registers = 65536;
+  int64_t shared_bytes = 228 * 1024;
+  int64_t shared_reserved_per_block = 1024;
+};
 
 // What the features need to know of the machine the program runs on.
 struct FeatureTarget {
   bool gpu = false;
   int cache_line_bytes = 64;  // CPU cache line; GPU: 32-byte sectors are used instead
   GpuLimits gpu_limits;       // features_of_schedule lowers within these (a GPU target's limits)
+  SmModel sm;
 };
 
 // rows x feature_width() values, row-major; one row per buffer store.

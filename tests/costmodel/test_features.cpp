@@ -189,3 +189,65 @@ TEST_CASE("features_of_schedule reports a trace that does not apply", "[costmode
   Trace bad{{split_step("C", "no_such_loop", {4})}};
   CHECK_THROWS_AS(features_of_schedule(dag, bad, FeatureTarget{}), ScheduleError);
 }
+
+namespace {
+
+// A hand-written GPU kernel: 264 blocks of 128 threads, each thread running a serial loop of 4 that
+// copies In to Out at `out_stride` elements per thread, through a 16 KiB shared buffer S written at
+// `shared_stride` per thread.
+LoweredFunc copy_kernel(int64_t out_stride, int64_t shared_stride) {
+  Expr b = make_var("b"), t = make_var("t"), i = make_var("i");
+  Expr in = make_load("In", (b * 128 + t) * 4 + i, kFloat32);
+  Stmt body = make_seq({make_store("S", t * shared_stride + i, in),
+                        make_store("Out", (b * 128 + t) * out_stride * 4 + i, make_load("S", t * shared_stride + i, kFloat32))});
+  Stmt loop = make_for("i", make_int(0), make_int(4), ForKind::Serial, body);
+  Stmt shared = make_allocate("S", DType::Float32, {4096}, MemScope::Shared, loop);
+  Stmt threads = make_for("t", make_int(0), make_int(128), ForKind::ThreadBound, shared, "threadIdx.x");
+  LoweredFunc f;
+  f.name = "copy";
+  f.params = {BufferParam{"In", DType::Float32, {264 * 128 * 4}, false},
+              BufferParam{"Out", DType::Float32, {264 * 128 * 4 * out_stride}, true}};
+  f.body = make_for("b", make_int(0), make_int(264), ForKind::ThreadBound, threads, "blockIdx.x");
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("GPU features count a warp's sectors and bank ways, occupancy and waves", "[costmodel][features]") {
+  ProgramFeatures dense = extract_features(copy_kernel(1, 4), FeatureTarget{true});
+  ProgramFeatures strided = extract_features(copy_kernel(8, 32), FeatureTarget{true});
+  REQUIRE(dense.rows == 2);
+  REQUIRE(strided.rows == 2);
+  for (const ProgramFeatures* f : {&dense, &strided}) {
+    for (int r = 0; r < 2; ++r) {
+      CHECK(at(*f, r, "thread_iters") == Approx(log1p2(4)));
+      CHECK(at(*f, r, "shared_per_block") == Approx(log1p2(16384)));
+      CHECK(at(*f, r, "local_per_thread") == 0);
+      // 4 warps a block; 228 KiB of shared memory hold 13 blocks of 16 KiB + 1 KiB reserved each.
+      CHECK(at(*f, r, "blocks_per_sm") == 13);
+      CHECK(at(*f, r, "occupancy") == Approx(13.0 * 4 / 64));
+      CHECK(at(*f, r, "sm_fill") == 1);
+      CHECK(at(*f, r, "waves") == Approx(log1p2(264.0 / (132 * 13))));
+      CHECK(at(*f, r, "wave_efficiency") == Approx(264.0 / (132 * 13)));
+    }
+  }
+  // Rows in program order: S's store, then Out's. Buffers with equal bytes are in name order: the
+  // S row describes In then S, the Out row Out then S.
+  const int s_row = 0, out_row = 1;
+  // Out: 32 threads 16 bytes apart touch 16 sectors, each half used; 128 bytes apart (8 x 4 floats),
+  // 32 sectors with 4 bytes of each used.
+  CHECK(at(dense, out_row, "B0.warp_sectors") == Approx(log1p2(16)));
+  CHECK(at(dense, out_row, "B0.warp_efficiency") == Approx(0.25));
+  CHECK(at(strided, out_row, "B0.warp_sectors") == Approx(log1p2(32)));
+  CHECK(at(strided, out_row, "B0.warp_efficiency") == Approx(4.0 / 32));
+  CHECK(at(dense, s_row, "B0.bank_ways") == 0);  // In: global memory has no banks
+  // S: 4 floats apart, the 32 threads' words fall 4 to a bank, 4 ways for the warp's 128 bytes; 32
+  // floats apart, all 32 in one bank.
+  CHECK(at(dense, s_row, "B1.scope_shared") == 1);
+  CHECK(at(dense, s_row, "B1.bank_ways") == Approx(4));
+  CHECK(at(strided, s_row, "B1.bank_ways") == Approx(32));
+  // The CPU reads none of these columns.
+  ProgramFeatures cpu = extract_features(copy_kernel(1, 4), FeatureTarget{false});
+  for (const char* name : {"thread_iters", "occupancy", "waves", "B0.warp_sectors", "B1.bank_ways"})
+    CHECK(max_of(cpu, name) == 0);
+}

@@ -9,6 +9,7 @@ void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode
   Entry& e = it->second;
   if (inserted) e.trace = trace;
   ++e.tried;
+  e.round = round_;
   if (error == ErrorCode::Ok && median_s > 0) e.medians.push_back(median_s);
   if (disqualifies(error)) e.ruled_out = true;
 }
@@ -27,7 +28,7 @@ ScheduleTimings::Latencies ScheduleTimings::latencies() const {
   return out;
 }
 
-std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted) const {
+std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted, bool spread) const {
   if (leaders <= 0) return {};
   std::vector<std::pair<double, const std::string*>> ranked;
   for (const auto& [json, e] : entries_)
@@ -43,7 +44,9 @@ std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, i
   for (int turn = 1; turn < wanted; ++turn)
     for (const std::string* json : chosen) {
       const Entry& e = entries_.at(*json);
-      if (e.tried + turn <= wanted) order.push_back(Retime{*json, e.trace});
+      if (e.tried + turn > wanted) continue;
+      if (spread && (turn > 1 || e.round == round_)) continue;
+      order.push_back(Retime{*json, e.trace});
     }
   return order;
 }

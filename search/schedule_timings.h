@@ -17,6 +17,8 @@ class ScheduleTimings {
   // `default_json`: the default schedule's trace JSON as the log stores it.
   explicit ScheduleTimings(std::string default_json = "") : default_json_(std::move(default_json)) {}
   void set_default(std::string json) { default_json_ = std::move(json); }
+  // Starts a new round: records added from now on belong to it (see retime_list's `spread`).
+  void next_round() { ++round_; }
 
   // One record of the schedule `json` (its trace JSON as stored). An Ok record adds a timing; any
   // record counts as a timing tried; one that disqualifies() rules the schedule out.
@@ -36,19 +38,23 @@ class ScheduleTimings {
   // What to measure again now: the `leaders` fastest schedules and the default (when leaders > 0),
   // those of them with fewer than `wanted` timings tried, each as often as it lacks them, the
   // schedules taking turns (A B C A B C ...), so that every one meets the machine's states alike.
-  std::vector<Retime> retime_list(int leaders, int wanted) const;
+  // With `spread`, each of them once at most, and none timed in this round already: a leader's
+  // timings then lie rounds apart, in different states of a shared machine, not seconds apart in one.
+  std::vector<Retime> retime_list(int leaders, int wanted, bool spread = false) const;
 
  private:
   struct Entry {
     Trace trace;
     std::vector<double> medians;  // of the Ok records
     int tried = 0;                // records, failed ones included (a timeout is a timing tried)
+    int round = 0;                // the round of its latest record
     bool ruled_out = false;
   };
   bool rankable(const Entry& e) const { return !e.ruled_out && !e.medians.empty(); }
 
   std::map<std::string, Entry> entries_;  // by trace JSON
   std::string default_json_;
+  int round_ = 0;
 };
 
 }  // namespace tessel

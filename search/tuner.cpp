@@ -136,6 +136,7 @@ std::string tune_options_json(const TuneOptions& o) {
   j["objective"] = o.objective;
   j["retime_leaders"] = o.retime_leaders;
   j["retime_timings"] = o.retime_timings;
+  j["retime_spread"] = o.retime_spread;
   j["search"] = {{"strategy", o.search.strategy},         {"population", o.search.population},
                  {"generations", o.search.generations},   {"crossover_ratio", o.search.crossover_ratio},
                  {"random_ratio", o.search.random_ratio}, {"measured_seeds", o.search.measured_seeds}};
@@ -274,13 +275,14 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   auto workload_of = [&](size_t t) {
     return WorkloadInfo{runs[t].status.workload_key, tasks[t].dag.to_text(), tasks[t].dag.flops()};
   };
-  // Brings the leaders of a task (and its default) up to options.retime_timings timings. Each pass
-  // can reveal a leader that was lucky, which lets the next schedule in; a few passes settle it.
-  auto retime_leaders = [&](size_t t) {
+  // Brings the leaders of a task (and its default) up to options.retime_timings timings, or with
+  // `spread` one timing nearer (none for a schedule timed in this round). Each pass can reveal a
+  // leader that was lucky, which lets the next schedule in; a few passes settle it.
+  auto retime_leaders = [&](size_t t, bool spread) {
     TaskRun& run = runs[t];
     for (int pass = 0; pass < options.retime_leaders; ++pass) {
       std::vector<ScheduleTimings::Retime> order =
-          run.timings.retime_list(options.retime_leaders, options.retime_timings);
+          run.timings.retime_list(options.retime_leaders, options.retime_timings, spread);
       if (order.empty()) break;
       Measurer& measurer = measurer_of(t);
       std::vector<Candidate> candidates;
@@ -306,7 +308,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   for (size_t i = 0; i < runs.size(); ++i)
     if (runs[i].status.done && !runs[i].timings.retime_list(options.retime_leaders, options.retime_timings).empty()) {
       note(runs[i].status.name + ": re-timing the leaders the log holds");
-      retime_leaders(i);
+      retime_leaders(i, false);
     }
 
   std::vector<TaskStatus> statuses(runs.size());
@@ -317,11 +319,16 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   while (std::optional<size_t> next = scheduler.next()) {
     if (options.time_budget_s > 0 && seconds_since(start) >= options.time_budget_s) {
       note("time budget of " + std::to_string(static_cast<int>(options.time_budget_s)) + " s reached");
+      // Leaders still owed timings spread over rounds get them now (tasks this session measured),
+      // so that the table's best rests on as many timings as a finished task's.
+      for (size_t i = 0; i < runs.size(); ++i)
+        if (!runs[i].status.done && runs[i].measurer) retime_leaders(i, false);
       break;
     }
     const size_t t = *next;
     TaskRun& run = runs[t];
     TaskStatus& s = run.status;
+    run.timings.next_round();
     // The round's time by phase: lap() is the time since the previous lap (or the round's start).
     const Clock::time_point round_start = Clock::now();
     TimeSplit split;
@@ -355,7 +362,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     split.search_s = lap();
     if (traces.empty()) {
       note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
-      retime_leaders(t);  // a resumed task can end here without a round
+      retime_leaders(t, false);  // a resumed task can end here without a round
       split.retime_s = lap();
       close_round();
       s.done = true;
@@ -391,7 +398,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     }
     model->update(fresh);
     split.learn_s = lap();  // telling the search and the model
-    retime_leaders(t);
+    retime_leaders(t, options.retime_spread && s.trials < s.budget);  // the task's last round settles
     split.retime_s = lap();
     close_round();
     scheduler.record(t, s.trials, s.best_s > 0 ? s.best_s : std::numeric_limits<double>::infinity());

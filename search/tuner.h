@@ -14,6 +14,9 @@
 // the task's `retime_leaders` fastest schedules and its default, where they have fewer than
 // `retime_timings` timings, are measured again (interleaved, in one batch) and recorded as retimes
 // (RecordPurpose::Retime): they are not trials, do not count against the budget, and train nothing.
+// With `retime_spread` (the default) a schedule gets one timing a round at most, its trial's round
+// included, so that its timings lie rounds apart; the round that ends a task, and a session's end by
+// its time budget, bring the leaders' timings up to the count at once.
 // Best and default latencies are then latency_estimate() over each schedule's timings, the same rule
 // replay (TuningLog::best) uses.
 #pragma once
@@ -50,6 +53,7 @@ struct TuneOptions {
   std::string save_model_path;      // where to save the model at the end ("" : not saved)
   int retime_leaders = 3;           // fastest schedules re-timed after each round (0: none)
   int retime_timings = 3;           // timings (the trial's included) a leader is brought up to
+  bool retime_spread = true;        // one timing a round per schedule (false: all at once)
   SearchOptions search;
   MeasureOptions measure;
   SearchTarget search_target;

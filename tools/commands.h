@@ -85,6 +85,7 @@ struct TuneArgs {
   int batch = 0;
   int retime_leaders = 3;
   int retime_timings = 3;
+  bool retime_back_to_back = false;
   double time_budget_s = 0;
   int builders = 0;
   int threads = 0;

@@ -126,6 +126,7 @@ int cmd_tune(const TuneArgs& args) {
   options.batch = args.batch;
   options.retime_leaders = args.retime_leaders;
   options.retime_timings = args.retime_timings;
+  options.retime_spread = !args.retime_back_to_back;
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
   options.model = args.model_kind;

@@ -73,3 +73,32 @@ TEST_CASE("schedule timings: the leaders and the default are re-timed in turns u
   add(u, "x", 2.0);
   CHECK(names(u.retime_list(3, 2)) == std::vector<std::string>{"default", "x"});
 }
+
+TEST_CASE("schedule timings: spread, a schedule gets one timing a round, none in its trial's round",
+          "[search][retime]") {
+  ScheduleTimings t("default");
+  t.next_round();
+  for (auto [name, ms] : {std::pair{"a", 1.0}, {"b", 1.1}, {"default", 3.0}}) add(t, name, ms);
+  // All timed in this round (their trials): nothing now, unless all at once.
+  CHECK(t.retime_list(3, 3, true).empty());
+  CHECK(names(t.retime_list(3, 3)) == std::vector<std::string>{"a", "b", "default", "a", "b", "default"});
+  t.next_round();
+  add(t, "c", 0.9);  // this round's trial leads
+  CHECK(names(t.retime_list(3, 3, true)) == std::vector<std::string>{"a", "b", "default"});
+  add(t, "a", 1.0);
+  add(t, "b", 1.1);
+  add(t, "default", 3.0);
+  CHECK(t.retime_list(3, 3, true).empty());  // every leader has had its timing of the round
+  t.next_round();
+  // c's second timing; a, b and the default their third (fastest first).
+  CHECK(names(t.retime_list(3, 3, true)) == std::vector<std::string>{"c", "a", "b", "default"});
+  add(t, "a", 1.0);
+  add(t, "b", 1.1);
+  add(t, "c", 2.0);  // c was lucky: upper median of {0.9, 2.0} = 2.0
+  add(t, "default", 3.0);
+  t.next_round();
+  CHECK(t.latencies().best_json == "a");
+  // c is no leader now; the leaders a and b and the default have their three.
+  CHECK(t.retime_list(2, 3, true).empty());
+  CHECK(names(t.retime_list(3, 3, true)) == std::vector<std::string>{"c"});
+}

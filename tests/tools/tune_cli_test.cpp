@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -92,6 +93,22 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
     return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("objective", "");
   };
   CHECK(objective_of(records.front()) == "rank");  // the default, saved with the session
+  auto spread_of = [](const nlohmann::json& record) {
+    return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("retime_spread", false);
+  };
+  CHECK(spread_of(records.front()));  // one retime a round per schedule, by default
+  // The last round settles: the fastest schedule has its three timings (trial and two retimes).
+  std::map<std::string, int> timings;
+  for (const nlohmann::json& r : all) ++timings[step_keys({r}).front()];
+  std::string fastest;
+  double fastest_s = 0;
+  for (const nlohmann::json& r : records)
+    if (r.value("error", "") == "ok" && (fastest.empty() || r["median_s"].get<double>() < fastest_s)) {
+      fastest = step_keys({r}).front();
+      fastest_s = r["median_s"].get<double>();
+    }
+  REQUIRE_FALSE(fastest.empty());
+  CHECK(timings[fastest] == 3);
 
   RunResult again = tessel(tune_args(db, "12"));
   REQUIRE(again.exit_code == 0);
@@ -111,9 +128,10 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   // A log without retimes (as written before they existed): a rerun at its budget measures no trial
   // but re-times the leaders.
   std::string plain = dir.file("plain.db");
-  RunResult none = tessel(tune_args(plain, "8", {"--batch", "4", "--retime-leaders", "0"}));
+  RunResult none = tessel(tune_args(plain, "8", {"--batch", "4", "--retime-leaders", "0", "--retime-back-to-back"}));
   REQUIRE(none.exit_code == 0);
   CHECK(export_records(plain).size() == 8);
+  CHECK_FALSE(spread_of(export_records(plain).front()));
   RunResult settle = tessel(tune_args(plain, "8"));
   INFO(settle.err);
   REQUIRE(settle.exit_code == 0);

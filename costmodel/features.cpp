@@ -39,11 +39,13 @@ struct StoreGroup {
   int kernel = 0;  // the top-level statement holding it (one GPU kernel each)
 };
 
-// What one GPU kernel (a statement of the top-level sequence) asks of a multiprocessor.
+// What one GPU kernel asks of a multiprocessor. Extents are the printer's launch shape: each tag's
+// largest extent in the kernel (a loop bound to fewer threads runs under a guard).
 struct KernelFacts {
-  double threads = 0, blocks = 0;  // products of the threadIdx.* / blockIdx.* extents; 0 when unbound
-  double shared_bytes = 0;         // its shared allocations, laid out as the CUDA printer does
-  double local_bytes = 0;          // its local (per-thread) allocations
+  double block_shape[3] = {0, 0, 0};  // threadIdx.x/y/z extents, 0 when unbound
+  double threads = 0, blocks = 0;     // products of the threadIdx.* / blockIdx.* extents; 0 when unbound
+  double shared_bytes = 0;            // its shared allocations and warp-combine arrays, as the printer lays them out
+  double local_bytes = 0;             // its local (per-thread) allocations
 };
 
 // An access's index as constant + sum of coefficient x loop variable; the last coefficient belongs
@@ -105,7 +107,14 @@ size_t skeleton_hash(const Expr& e) {
 class StoreCollector {
  public:
   std::vector<StoreGroup> groups;
-  int kernel = 0;  // set by the caller before walking each top-level statement
+
+  // Walks `part` as kernel number `kernel`, inside the allocations `outer`.
+  void walk_kernel(const Stmt& part, int kernel, const std::vector<Allocation>& outer) {
+    kernel_ = kernel;
+    allocs_ = outer;
+    walk(part);
+    allocs_.clear();
+  }
 
   void walk(const Stmt& s) {
     switch (s->op) {
@@ -153,6 +162,7 @@ class StoreCollector {
   std::vector<size_t> signature_;
   std::vector<Allocation> allocs_;
   int guards_ = 0;
+  int kernel_ = 0;
   std::unordered_map<size_t, int> index_;
 
   double outer_prod() const {
@@ -163,10 +173,10 @@ class StoreCollector {
 
   void add_store(const StmtNode* s) {
     size_t key = mix(std::hash<std::string>()(s->buffer), s->value ? skeleton_hash(s->value) : 0);
-    key = mix(mix(key, static_cast<size_t>(guards_)), static_cast<size_t>(kernel));
+    key = mix(mix(key, static_cast<size_t>(guards_)), static_cast<size_t>(kernel_));
     for (size_t h : signature_) key = mix(key, h);
     auto [it, inserted] = index_.emplace(key, static_cast<int>(groups.size()));
-    if (inserted) groups.push_back(StoreGroup{{}, loops_, allocs_, guards_, kernel});
+    if (inserted) groups.push_back(StoreGroup{{}, loops_, allocs_, guards_, kernel_});
     StoreGroup& g = groups[it->second];
     g.stores.push_back(s);
     // A copy may carry the prefetch mark its first sibling did not see yet.
@@ -174,10 +184,37 @@ class StoreCollector {
   }
 };
 
-// Adds the bindings and allocations of one kernel's statements to `k`; `tags` keeps each binding
-// tag's extent once (a tag keeps one extent within a kernel).
-void collect_kernel(const Stmt& s, KernelFacts& k, std::unordered_map<std::string, double>& tags) {
-  if (s->op == StmtOp::For && s->for_kind == ForKind::ThreadBound) tags[s->thread_tag] = static_cast<double>(constant_extent(s->extent));
+// A kernel of a GPU program and the global scratch allocations around it.
+struct KernelPart {
+  Stmt body;
+  std::vector<Allocation> scratch;
+};
+
+// The kernels of a GPU program, as the CUDA printer splits it: the statements of the top-level
+// sequence, looking through the global scratch allocations around it.
+void split_kernels(const Stmt& s, std::vector<Allocation>& scratch, std::vector<KernelPart>& kernels) {
+  if (s->op == StmtOp::Seq) {
+    for (const Stmt& child : s->body) split_kernels(child, scratch, kernels);
+  } else if (s->op == StmtOp::Allocate && s->scope == MemScope::Global) {
+    scratch.push_back(Allocation{s.get(), 1.0});
+    split_kernels(s->body[0], scratch, kernels);
+    scratch.pop_back();
+  } else {
+    kernels.push_back(KernelPart{s, scratch});
+  }
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Adds the allocations of one kernel's statements to `k`, each binding tag's largest extent to
+// `tags`, and the thread counts of its reductions across threads to `allreduce_threads`.
+void collect_kernel(const Stmt& s, KernelFacts& k, std::unordered_map<std::string, double>& tags,
+                    std::vector<int64_t>& allreduce_threads) {
+  if (s->op == StmtOp::For && s->for_kind == ForKind::ThreadBound) {
+    double& extent = tags[s->thread_tag];
+    extent = std::max(extent, static_cast<double>(constant_extent(s->extent)));
+  }
+  if (s->op == StmtOp::AllReduce) allreduce_threads.push_back(constant_extent(s->extent));
   if (s->op == StmtOp::Allocate) {
     if (s->scope == MemScope::Shared) k.shared_bytes += static_cast<double>(shared_allocation_bytes(s->dtype, s->extents));
     if (s->scope == MemScope::Local) {
@@ -187,17 +224,25 @@ void collect_kernel(const Stmt& s, KernelFacts& k, std::unordered_map<std::strin
     }
   }
   for (const Stmt& b : s->body)
-    if (b) collect_kernel(b, k, tags);
+    if (b) collect_kernel(b, k, tags, allreduce_threads);
 }
 
 KernelFacts kernel_facts(const Stmt& kernel) {
   KernelFacts k;
   std::unordered_map<std::string, double> tags;
-  collect_kernel(kernel, k, tags);
+  std::vector<int64_t> allreduce_threads;
+  collect_kernel(kernel, k, tags, allreduce_threads);
   for (const auto& [tag, extent] : tags) {
-    if (tag.rfind("threadIdx", 0) == 0) k.threads = std::max(k.threads, 1.0) * extent;
-    if (tag.rfind("blockIdx", 0) == 0) k.blocks = std::max(k.blocks, 1.0) * extent;
+    if (starts_with(tag, "threadIdx.")) {
+      const int axis = tag.back() - 'x';
+      if (axis >= 0 && axis <= 2) k.block_shape[axis] = extent;
+      k.threads = std::max(k.threads, 1.0) * extent;
+    }
+    if (starts_with(tag, "blockIdx.")) k.blocks = std::max(k.blocks, 1.0) * extent;
   }
+  // Each reduction across warps declares an array of its warps' values for every row of the block.
+  const auto rows = static_cast<int64_t>(std::max(k.block_shape[1], 1.0) * std::max(k.block_shape[2], 1.0));
+  for (int64_t n : allreduce_threads) k.shared_bytes += static_cast<double>(warp_combine_bytes(n, rows));
   return k;
 }
 
@@ -476,38 +521,50 @@ class RowBuilder {
     double sectors = 0, efficiency = 0, bank_ways = 0;
   };
 
-  // One warp executing access `a` once: the first 32 threads of the block (threadIdx.x fastest) at
-  // the row's thread loops, every other loop at 0. Sectors are 32-byte global-memory transactions;
-  // bank ways the most distinct 4-byte words one of the 32 banks serves, per 128 bytes the warp asks.
+  // One warp executing access `a` once: the block's first 32 threads (threadIdx.x fastest, in the
+  // kernel's launch shape), each at its thread-loop values and every other loop at 0; a thread past
+  // the row's own (guarded) loop extent is idle. The index's constant counts, block offsets do not
+  // (assumed aligned). Sectors are 32-byte global-memory transactions. Bank ways: the most distinct
+  // 4-byte words one of the 32 banks serves in one request, per 128 bytes the request asks for; a
+  // contiguous float2/float4 access is one request (as the CUDA printer emits it), any other vector
+  // one request per lane.
   WarpAccess warp_access(const Access& a) const {
     int axis_loop[3] = {-1, -1, -1};
-    double extent[3] = {1, 1, 1};
     for (int i = 0; i < nloops_; ++i) {
       const StmtNode* l = g_.loops[i].node;
-      if (l->for_kind != ForKind::ThreadBound || l->thread_tag.rfind("threadIdx.", 0) != 0) continue;
-      int axis = l->thread_tag.back() - 'x';
-      if (axis < 0 || axis > 2) continue;
-      axis_loop[axis] = i;
-      extent[axis] = static_cast<double>(g_.loops[i].extent);
+      if (l->for_kind != ForKind::ThreadBound || !starts_with(l->thread_tag, "threadIdx.")) continue;
+      const int axis = l->thread_tag.back() - 'x';
+      if (axis >= 0 && axis <= 2) axis_loop[axis] = i;
     }
     WarpAccess w;
     if (axis_loop[0] < 0 && axis_loop[1] < 0 && axis_loop[2] < 0) return w;
-    const int threads = static_cast<int>(std::min(32.0, extent[0] * extent[1] * extent[2]));
-    std::vector<int64_t> elements, sectors, words;
+    double shape[3];
+    for (int axis = 0; axis < 3; ++axis) shape[axis] = std::max(kernel_.block_shape[axis], 1.0);
+    const int threads = static_cast<int>(std::min(32.0, shape[0] * shape[1] * shape[2]));
+    const double lane_coef = a.index.coef[nloops_];
+    const bool wide = lane_coef == 1 && (a.lanes == 2 || a.lanes == 4);
+    std::vector<int64_t> elements, sectors;
+    std::vector<std::vector<int64_t>> requests(wide ? 1 : static_cast<size_t>(a.lanes));  // words
     for (int t = 0; t < threads; ++t) {
-      const double id[3] = {std::fmod(t, extent[0]), std::fmod(std::floor(t / extent[0]), extent[1]),
-                            std::floor(t / (extent[0] * extent[1]))};
-      double base = 0;
-      for (int axis = 0; axis < 3; ++axis)
-        if (axis_loop[axis] >= 0) base += a.index.coef[axis_loop[axis]] * id[axis];
+      const double id[3] = {std::fmod(t, shape[0]), std::fmod(std::floor(t / shape[0]), shape[1]),
+                            std::floor(t / (shape[0] * shape[1]))};
+      double base = a.index.constant;
+      bool idle = false;
+      for (int axis = 0; axis < 3; ++axis) {
+        if (axis_loop[axis] < 0) continue;
+        idle |= id[axis] >= static_cast<double>(g_.loops[axis_loop[axis]].extent);
+        base += a.index.coef[axis_loop[axis]] * id[axis];
+      }
+      if (idle) continue;
       for (int lane = 0; lane < a.lanes; ++lane) {
-        const double element = std::floor(base + a.index.coef[nloops_] * lane);
+        const double element = std::floor(base + lane_coef * lane);
         const double byte = element * a.elem_bytes;
         elements.push_back(static_cast<int64_t>(element));
         sectors.push_back(static_cast<int64_t>(std::floor(byte / 32.0)));
-        words.push_back(static_cast<int64_t>(std::floor(byte / 4.0)));
+        requests[wide ? 0 : static_cast<size_t>(lane)].push_back(static_cast<int64_t>(std::floor(byte / 4.0)));
       }
     }
+    if (elements.empty()) return w;
     auto distinct = [](std::vector<int64_t>& v) {
       std::sort(v.begin(), v.end());
       v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -515,11 +572,15 @@ class RowBuilder {
     };
     w.sectors = distinct(sectors);
     w.efficiency = distinct(elements) * a.elem_bytes / (w.sectors * 32.0);
-    distinct(words);
-    int per_bank[32] = {};
-    for (int64_t word : words) ++per_bank[((word % 32) + 32) % 32];
-    const double phases = std::max(1.0, std::ceil(threads * a.lanes * a.elem_bytes / 128.0));
-    w.bank_ways = std::max(1.0, *std::max_element(per_bank, per_bank + 32) / phases);
+    const double request_bytes = static_cast<double>(threads) * (wide ? a.lanes : 1) * a.elem_bytes;
+    const double phases = std::max(1.0, std::ceil(request_bytes / 128.0));
+    for (std::vector<int64_t>& words : requests) {
+      distinct(words);
+      int per_bank[32] = {};
+      for (int64_t word : words) ++per_bank[((word % 32) + 32) % 32];
+      w.bank_ways = std::max(w.bank_ways, *std::max_element(per_bank, per_bank + 32) / phases);
+    }
+    w.bank_ways = std::max(w.bank_ways, 1.0);
     return w;
   }
 
@@ -705,16 +766,17 @@ std::vector<std::string> make_names() {
 
 // The rows of `func` and, per row, the buffer its stores write.
 ProgramFeatures extract_rows(const LoweredFunc& func, const FeatureTarget& target, std::vector<std::string>* stored) {
-  // On the GPU each statement of the top-level sequence is a kernel of its own.
+  // On the GPU each kernel (as the CUDA printer splits the program) is walked on its own.
   StoreCollector collector;
   std::vector<KernelFacts> kernels;
   if (func.body) {
-    const bool split = target.gpu && func.body->op == StmtOp::Seq;
-    std::vector<Stmt> parts = split ? func.body->body : std::vector<Stmt>{func.body};
-    for (const Stmt& part : parts) {
-      collector.kernel = static_cast<int>(kernels.size());
-      kernels.push_back(target.gpu ? kernel_facts(part) : KernelFacts{});
-      collector.walk(part);
+    std::vector<KernelPart> parts;
+    std::vector<Allocation> scratch;
+    if (target.gpu) split_kernels(func.body, scratch, parts);
+    else parts.push_back(KernelPart{func.body, {}});
+    for (const KernelPart& part : parts) {
+      kernels.push_back(target.gpu ? kernel_facts(part.body) : KernelFacts{});
+      collector.walk_kernel(part.body, static_cast<int>(kernels.size()) - 1, part.scratch);
     }
   }
   ProgramFeatures out;

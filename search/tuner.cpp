@@ -34,6 +34,7 @@ struct TaskRun {
   Trace default_trace;
   ScheduleTimings timings;
   TaskStatus status;
+  bool had_round = false;  // in this session
 };
 
 // Best and default latencies from the timings, by the rule replay uses.
@@ -319,16 +320,23 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   while (std::optional<size_t> next = scheduler.next()) {
     if (options.time_budget_s > 0 && seconds_since(start) >= options.time_budget_s) {
       note("time budget of " + std::to_string(static_cast<int>(options.time_budget_s)) + " s reached");
-      // Leaders still owed timings spread over rounds get them now (tasks this session measured),
-      // so that the table's best rests on as many timings as a finished task's.
-      for (size_t i = 0; i < runs.size(); ++i)
-        if (!runs[i].status.done && runs[i].measurer) retime_leaders(i, false);
+      // Leaders still owed timings spread over rounds get them now (of the tasks that had a round
+      // in this session), so that the table's best rests on as many timings as a finished task's.
+      for (size_t i = 0; i < runs.size(); ++i) {
+        if (runs[i].status.done || !runs[i].had_round) continue;
+        const Clock::time_point settle_start = Clock::now();
+        retime_leaders(i, false);
+        const double settle_s = seconds_since(settle_start);
+        runs[i].status.seconds += settle_s;
+        runs[i].status.time.retime_s += settle_s;
+      }
       break;
     }
     const size_t t = *next;
     TaskRun& run = runs[t];
     TaskStatus& s = run.status;
     run.timings.next_round();
+    run.had_round = true;
     // The round's time by phase: lap() is the time since the previous lap (or the round's start).
     const Clock::time_point round_start = Clock::now();
     TimeSplit split;

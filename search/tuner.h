@@ -14,9 +14,10 @@
 // the task's `retime_leaders` fastest schedules and its default, where they have fewer than
 // `retime_timings` timings, are measured again (interleaved, in one batch) and recorded as retimes
 // (RecordPurpose::Retime): they are not trials, do not count against the budget, and train nothing.
-// With `retime_spread` (the default) a schedule gets one timing a round at most, its trial's round
-// included, so that its timings lie rounds apart; the round that ends a task, and a session's end by
-// its time budget, bring the leaders' timings up to the count at once.
+// With `retime_spread` (the default) a schedule gets at most one retime a round and none in the round
+// of its trial, so that its timings lie rounds apart; the round that ends a task, and a session's end
+// by its time budget (for the tasks that had a round in it), bring the leaders' timings up to the
+// count at once.
 // Best and default latencies are then latency_estimate() over each schedule's timings, the same rule
 // replay (TuningLog::best) uses.
 #pragma once
@@ -45,7 +46,7 @@ struct TuneOptions {
   int64_t trials = 200;             // per task, counted over the whole log
   int batch = 0;                    // candidates per round; 0: 32 (llvm) or 64 (cuda)
   uint64_t seed = 0;
-  double time_budget_s = 0;         // stop after the round that passes it; 0: none
+  double time_budget_s = 0;         // stop after the round that passes it (then settle leaders); 0: none
   std::string model = "xgboost";    // "xgboost" or "random" (no model: ablations)
   std::string objective = "rank";   // a new XGBoost model's loss: "rank" or "packsum" (a loaded model keeps its own;
                                     // the saved session names the one used, "none" without a model)

@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   tune_cmd->add_flag("--retime-back-to-back", tune.retime_back_to_back,
                      "a leader's timings all at once (default: one a round, so that they lie rounds apart)");
-  tune_cmd->add_option("--time-budget-s", tune.time_budget_s, "stop after the round that passes this many seconds")
+  tune_cmd->add_option("--time-budget-s", tune.time_budget_s,
+                       "stop after the round that passes this many seconds (then re-time the leaders still owed timings)")
       ->check(CLI::PositiveNumber);
   tune_cmd->add_option("--builders", tune.builders, "parallel builds (default: every core)")->check(CLI::Range(1, 256));
   tune_cmd->add_option("--threads", tune.threads, "llvm: kernel threads (default: every core)")->check(CLI::Range(1, 1024));

@@ -234,8 +234,8 @@ TEST_CASE("GPU features count a warp's sectors and bank ways, occupancy and wave
   // Rows in program order: S's store, then Out's. Buffers with equal bytes are in name order: the
   // S row describes In then S, the Out row Out then S.
   const int s_row = 0, out_row = 1;
-  // Out: 32 threads 16 bytes apart touch 16 sectors, each half used; 128 bytes apart (8 x 4 floats),
-  // 32 sectors with 4 bytes of each used.
+  // Out: 32 threads 16 bytes apart touch 16 sectors, a quarter of each used; 128 bytes apart (8 x 4
+  // floats), 32 sectors with 4 bytes of each used.
   CHECK(at(dense, out_row, "B0.warp_sectors") == Approx(log1p2(16)));
   CHECK(at(dense, out_row, "B0.warp_efficiency") == Approx(0.25));
   CHECK(at(strided, out_row, "B0.warp_sectors") == Approx(log1p2(32)));
@@ -250,4 +250,39 @@ TEST_CASE("GPU features count a warp's sectors and bank ways, occupancy and wave
   ProgramFeatures cpu = extract_features(copy_kernel(1, 4), FeatureTarget{false});
   for (const char* name : {"thread_iters", "occupancy", "waves", "B0.warp_sectors", "B1.bank_ways"})
     CHECK(max_of(cpu, name) == 0);
+}
+
+TEST_CASE("GPU features describe each kernel of a program on its own, inside its scratch allocation",
+          "[costmodel][features]") {
+  // Kernel A: 64 blocks of 256 threads write the scratch buffer T; kernel B: 32 blocks of 32 threads
+  // copy T, one float in, to Out.
+  Expr b = make_var("b"), t = make_var("t");
+  auto kernel = [&](int64_t blocks, int64_t threads, Stmt body) {
+    return make_for("b", make_int(0), make_int(blocks), ForKind::ThreadBound,
+                    make_for("t", make_int(0), make_int(threads), ForKind::ThreadBound, body, "threadIdx.x"), "blockIdx.x");
+  };
+  Stmt a = kernel(64, 256, make_store("T", b * 256 + t, make_load("In", b * 256 + t, kFloat32)));
+  Stmt c = kernel(32, 32, make_store("Out", b * 32 + t, make_load("T", b * 32 + t + 1, kFloat32)));
+  LoweredFunc func;
+  func.name = "two";
+  func.params = {BufferParam{"In", DType::Float32, {16384}, false}, BufferParam{"Out", DType::Float32, {1024}, true}};
+  func.body = make_allocate("T", DType::Float32, {16384}, MemScope::Global, make_seq({a, c}));
+  ProgramFeatures f = extract_features(func, FeatureTarget{true});
+  REQUIRE(f.rows == 2);
+  // A: 8 warps a block, 8 blocks resident (2048 threads), half the multiprocessors' worth of blocks.
+  CHECK(at(f, 0, "threads_per_block") == Approx(log1p2(256)));
+  CHECK(at(f, 0, "blocks_per_sm") == 8);
+  CHECK(at(f, 0, "occupancy") == 1);
+  CHECK(at(f, 0, "sm_fill") == Approx(64.0 / 132));
+  CHECK(at(f, 0, "alloc_size") == Approx(log1p2(16384 * 4)));  // the scratch allocation it stores into
+  // B: one warp a block, at most 32 blocks resident: half the warps a multiprocessor holds.
+  CHECK(at(f, 1, "blocks_per_sm") == 32);
+  CHECK(at(f, 1, "occupancy") == Approx(0.5));
+  CHECK(at(f, 1, "sm_fill") == Approx(32.0 / 132));
+  // B's buffers, equal bytes so by name: Out, then T. Out's warp writes 128 aligned bytes, 4 sectors;
+  // T's starts one float in, 5 sectors, 128 of their 160 bytes used.
+  CHECK(at(f, 1, "B0.warp_sectors") == Approx(log1p2(4)));
+  CHECK(at(f, 1, "B0.warp_efficiency") == 1);
+  CHECK(at(f, 1, "B1.warp_sectors") == Approx(log1p2(5)));
+  CHECK(at(f, 1, "B1.warp_efficiency") == Approx(0.8));
 }

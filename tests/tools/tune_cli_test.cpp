@@ -72,16 +72,16 @@ pid_t spawn_tessel(const std::vector<std::string>& args, const std::string& log_
 TEST_CASE("tune: the trial budget counts over the log; reruns measure only the remainder", "[cli][tune]") {
   TempDir dir;
   std::string db = dir.file("log.db");
-  RunResult first = tessel(tune_args(db, "12", {"--batch", "6"}));
+  RunResult first = tessel(tune_args(db, "18", {"--batch", "6"}));
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
-  CHECK_THAT(first.out, Catch::Contains("12 candidates measured this session"));
+  CHECK_THAT(first.out, Catch::Contains("18 candidates measured this session"));
   CHECK_THAT(first.out, Catch::Contains("speedup"));
   std::vector<nlohmann::json> all = export_records(db);
   std::vector<nlohmann::json> records = trials_of(all);
-  REQUIRE(records.size() == 12);
+  REQUIRE(records.size() == 18);
   // The leaders and the default were re-timed: each retime repeats a trial's schedule.
-  REQUIRE(all.size() > 12);
+  REQUIRE(all.size() > 18);
   std::vector<std::string> trial_keys = step_keys(records);
   for (const nlohmann::json& r : all) {
     if (r.value("purpose", "trial") != "retime") continue;
@@ -97,6 +97,13 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
     return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("retime_spread", false);
   };
   CHECK(spread_of(records.front()));  // one retime a round per schedule, by default
+  // None in a schedule's own round: round 1's leaders are first re-timed after round 2's trials.
+  size_t trials_before_first_retime = 0;
+  for (const nlohmann::json& r : all) {
+    if (r.value("purpose", "trial") == "retime") break;
+    ++trials_before_first_retime;
+  }
+  CHECK(trials_before_first_retime == 12);
   // The last round settles: the fastest schedule has its three timings (trial and two retimes).
   std::map<std::string, int> timings;
   for (const nlohmann::json& r : all) ++timings[step_keys({r}).front()];
@@ -110,17 +117,17 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   REQUIRE_FALSE(fastest.empty());
   CHECK(timings[fastest] == 3);
 
-  RunResult again = tessel(tune_args(db, "12"));
+  RunResult again = tessel(tune_args(db, "18"));
   REQUIRE(again.exit_code == 0);
   CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
-  CHECK(trials_of(export_records(db)).size() == 12);
+  CHECK(trials_of(export_records(db)).size() == 18);
 
-  RunResult more = tessel(tune_args(db, "20", {"--batch", "5", "--objective", "packsum"}));
+  RunResult more = tessel(tune_args(db, "26", {"--batch", "5", "--objective", "packsum"}));
   INFO(more.err);
   REQUIRE(more.exit_code == 0);
   CHECK_THAT(more.out, Catch::Contains("8 candidates measured this session"));
   records = trials_of(export_records(db));
-  REQUIRE(records.size() == 20);
+  REQUIRE(records.size() == 26);
   CHECK(objective_of(records.back()) == "packsum");
   std::vector<std::string> keys = step_keys(records);
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());

@@ -184,27 +184,13 @@ class StoreCollector {
   }
 };
 
-// A kernel of a GPU program and the global scratch allocations around it.
-struct KernelPart {
-  Stmt body;
-  std::vector<Allocation> scratch;
-};
-
-// The kernels of a GPU program, as the CUDA printer splits it: the statements of the top-level
-// sequence, looking through the global scratch allocations around it.
-void split_kernels(const Stmt& s, std::vector<Allocation>& scratch, std::vector<KernelPart>& kernels) {
-  if (s->op == StmtOp::Seq) {
-    for (const Stmt& child : s->body) split_kernels(child, scratch, kernels);
-  } else if (s->op == StmtOp::Allocate && s->scope == MemScope::Global) {
-    scratch.push_back(Allocation{s.get(), 1.0});
-    split_kernels(s->body[0], scratch, kernels);
-    scratch.pop_back();
-  } else {
-    kernels.push_back(KernelPart{s, scratch});
-  }
-}
-
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The axis a binding tag names ("threadIdx.y": 1), -1 for none of x, y, z.
+int tag_axis(const std::string& tag) {
+  const int axis = tag.empty() ? -1 : tag.back() - 'x';
+  return axis >= 0 && axis <= 2 ? axis : -1;
+}
 
 // Adds the allocations of one kernel's statements to `k`, each binding tag's largest extent to
 // `tags`, and the thread counts of its reductions across threads to `allreduce_threads`.
@@ -234,8 +220,7 @@ KernelFacts kernel_facts(const Stmt& kernel) {
   collect_kernel(kernel, k, tags, allreduce_threads);
   for (const auto& [tag, extent] : tags) {
     if (starts_with(tag, "threadIdx.")) {
-      const int axis = tag.back() - 'x';
-      if (axis >= 0 && axis <= 2) k.block_shape[axis] = extent;
+      if (tag_axis(tag) >= 0) k.block_shape[tag_axis(tag)] = extent;
       k.threads = std::max(k.threads, 1.0) * extent;
     }
     if (starts_with(tag, "blockIdx.")) k.blocks = std::max(k.blocks, 1.0) * extent;
@@ -422,10 +407,9 @@ class RowBuilder {
       }
       if (l->for_kind == ForKind::ThreadBound) {
         const std::string& tag = l->thread_tag;
-        int axis = tag.empty() ? 0 : tag.back() - 'x';
-        if (axis < 0 || axis > 2) axis = 0;
-        if (tag.rfind("blockIdx", 0) == 0) bind(block[axis], e);
-        else if (tag.rfind("threadIdx", 0) == 0) bind(thread[axis], e);
+        const int axis = std::max(tag_axis(tag), 0);
+        if (starts_with(tag, "blockIdx")) bind(block[axis], e);
+        else if (starts_with(tag, "threadIdx")) bind(thread[axis], e);
         else bind(vthread, e);
       }
       if (e > 1 && store.index.coef[i] == 0) ++reduce_loops;
@@ -484,7 +468,7 @@ class RowBuilder {
 
   static bool block_or_thread(const StmtNode* loop) {
     return loop->for_kind == ForKind::ThreadBound &&
-           (loop->thread_tag.rfind("threadIdx", 0) == 0 || loop->thread_tag.rfind("blockIdx", 0) == 0);
+           (starts_with(loop->thread_tag, "threadIdx") || starts_with(loop->thread_tag, "blockIdx"));
   }
 
   // How the store's kernel fills the reference multiprocessor: resident blocks (by threads, shared
@@ -533,8 +517,7 @@ class RowBuilder {
     for (int i = 0; i < nloops_; ++i) {
       const StmtNode* l = g_.loops[i].node;
       if (l->for_kind != ForKind::ThreadBound || !starts_with(l->thread_tag, "threadIdx.")) continue;
-      const int axis = l->thread_tag.back() - 'x';
-      if (axis >= 0 && axis <= 2) axis_loop[axis] = i;
+      if (tag_axis(l->thread_tag) >= 0) axis_loop[tag_axis(l->thread_tag)] = i;
     }
     WarpAccess w;
     if (axis_loop[0] < 0 && axis_loop[1] < 0 && axis_loop[2] < 0) return w;
@@ -766,17 +749,16 @@ std::vector<std::string> make_names() {
 
 // The rows of `func` and, per row, the buffer its stores write.
 ProgramFeatures extract_rows(const LoweredFunc& func, const FeatureTarget& target, std::vector<std::string>* stored) {
-  // On the GPU each kernel (as the CUDA printer splits the program) is walked on its own.
+  // On the GPU each kernel (split as the CUDA printer launches them) is walked on its own.
   StoreCollector collector;
   std::vector<KernelFacts> kernels;
   if (func.body) {
-    std::vector<KernelPart> parts;
-    std::vector<Allocation> scratch;
-    if (target.gpu) split_kernels(func.body, scratch, parts);
-    else parts.push_back(KernelPart{func.body, {}});
-    for (const KernelPart& part : parts) {
+    std::vector<GpuKernel> parts = target.gpu ? split_gpu_kernels(func.body) : std::vector<GpuKernel>{{func.body, {}}};
+    for (const GpuKernel& part : parts) {
+      std::vector<Allocation> scratch;
+      for (const StmtNode* a : part.scratch) scratch.push_back(Allocation{a, 1.0});
       kernels.push_back(target.gpu ? kernel_facts(part.body) : KernelFacts{});
-      collector.walk_kernel(part.body, static_cast<int>(kernels.size()) - 1, part.scratch);
+      collector.walk_kernel(part.body, static_cast<int>(kernels.size()) - 1, scratch);
     }
   }
   ProgramFeatures out;

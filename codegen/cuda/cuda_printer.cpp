@@ -85,7 +85,10 @@ class CudaPrinter {
 
   CudaProgram print() {
     if (!func_.body) throw CompileError("cuda codegen: function '" + func_.name + "' has no body");
-    split_top_level(func_.body);
+    for (const GpuKernel& k : split_gpu_kernels(func_.body)) {
+      kernels_.push_back(k.body);
+      for (const StmtNode* a : k.scratch) add_scratch(a);
+    }
     for (size_t k = 0; k < kernels_.size(); ++k) names_.reserve("kernel_" + std::to_string(k));
     for (const BufferParam& p : func_.params) declare_buffer(p.name, p.dtype, "parameter");
     for (const BufferParam& p : program_.scratch) declare_buffer(p.name, p.dtype, "scratch buffer");
@@ -102,20 +105,15 @@ class CudaPrinter {
  private:
   // --- program structure ---------------------------------------------------------------------
 
-  void split_top_level(const Stmt& s) {
-    if (!s) return;
-    if (s->op == StmtOp::Seq) {
-      for (const Stmt& child : s->body) split_top_level(child);
-    } else if (s->op == StmtOp::Allocate && s->scope == MemScope::Global) {
-      BufferParam scratch;
-      scratch.name = s->buffer;
-      scratch.dtype = s->dtype;
-      scratch.shape = s->extents;
-      program_.scratch.push_back(scratch);
-      split_top_level(s->body[0]);
-    } else {
-      kernels_.push_back(s);
-    }
+  // A global scratch allocation around kernels becomes a buffer the runtime allocates, once (the
+  // kernels inside one allocation list it each).
+  void add_scratch(const StmtNode* a) {
+    if (!scratch_seen_.insert(a).second) return;
+    BufferParam scratch;
+    scratch.name = a->buffer;
+    scratch.dtype = a->dtype;
+    scratch.shape = a->extents;
+    program_.scratch.push_back(scratch);
   }
 
   void declare_buffer(const std::string& name, DType dtype, const char* what) {
@@ -638,6 +636,7 @@ class CudaPrinter {
   CudaDeviceInfo limits_;
   CudaProgram program_;
   std::vector<Stmt> kernels_;
+  std::set<const StmtNode*> scratch_seen_;
   NameTable names_;
   std::map<std::string, DType> buffers_;  // buffers in scope: parameters, scratch, allocations
   std::set<std::string> vars_;            // loop variables in scope

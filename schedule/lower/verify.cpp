@@ -213,16 +213,35 @@ int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents
 
 int64_t warp_combine_bytes(int64_t threads, int64_t rows) { return threads > 32 ? 4 * rows * (threads / 32) : 0; }
 
+namespace {
+
+void split_kernels(const Stmt& s, std::vector<const StmtNode*>& scratch, std::vector<GpuKernel>& kernels) {
+  if (s->op == StmtOp::Seq) {
+    for (const Stmt& child : s->body) split_kernels(child, scratch, kernels);
+  } else if (s->op == StmtOp::Allocate && s->scope == MemScope::Global) {
+    scratch.push_back(s.get());
+    split_kernels(s->body[0], scratch, kernels);
+    scratch.pop_back();
+  } else {
+    kernels.push_back(GpuKernel{s, scratch});
+  }
+}
+
+}  // namespace
+
+std::vector<GpuKernel> split_gpu_kernels(const Stmt& body) {
+  std::vector<GpuKernel> kernels;
+  std::vector<const StmtNode*> scratch;
+  if (body) split_kernels(body, scratch, kernels);
+  return kernels;
+}
+
 void verify_lowered(const LoweredFunc& func, LowerTarget target, const GpuLimits& limits) {
   Verifier(func, target).run(func.body);
   if (target != LowerTarget::Gpu) return;
-  // Kernels are the statements of the top-level sequence, inside the global scratch allocations.
-  Stmt body = func.body;
-  while (body->op == StmtOp::Allocate && body->scope == MemScope::Global) body = body->body[0];
-  std::vector<Stmt> kernels = body->op == StmtOp::Seq ? body->body : std::vector<Stmt>{body};
-  for (const Stmt& k : kernels) {
+  for (const GpuKernel& k : split_gpu_kernels(func.body)) {
     KernelChecker checker(limits);
-    checker.run(k, false);
+    checker.run(k.body, false);
     checker.check_limits();
   }
 }

@@ -17,6 +17,15 @@ struct GpuLimits {
   int64_t max_shared_bytes = 227 * 1024;  // with the opt-in above 48 KiB
 };
 
+// A kernel of a lowered GPU program and the global scratch allocations around it, outermost first.
+struct GpuKernel {
+  Stmt body;
+  std::vector<const StmtNode*> scratch;
+};
+// The kernels of a lowered GPU program, as the CUDA printer launches them: the statements of the
+// top-level sequence, looking through the global scratch allocations around it.
+std::vector<GpuKernel> split_gpu_kernels(const Stmt& body);
+
 // On the GPU every statement of the top-level sequence is one kernel: its thread bindings must fit
 // `limits` (a ScheduleError names the limit), a binding tag keeps one extent within a kernel, and
 // barriers must not sit under a condition that depends on the thread index.

@@ -47,6 +47,13 @@ int feature_width();
 // One name per column, e.g. "float_mul", "vec_len", "B0.bytes" (documented in docs/costmodel_features.md).
 const std::vector<std::string>& feature_names();
 
+// A program's rows summarized as one vector of program_summary_width() = 3 x feature_width() + 1
+// values, for a model that scores a program whole: its heaviest row (the most float operations; ties:
+// the most bytes in its first buffer block, then the first), each column's maximum over the rows,
+// each column's minimum, and the number of rows. A program without rows gives zeros.
+int program_summary_width();
+std::vector<float> program_summary(const ProgramFeatures& features);
+
 // Features of `func` (lowered for `target`). Never throws for a program lowering accepted. The
 // `auto_unroll_max_step` column stays 0 here (lowering consumed the pragma); features_of_schedule
 // fills it from the trace, so train and predict through the same function.

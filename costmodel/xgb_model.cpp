@@ -38,8 +38,8 @@ void check(int rc, const char* call) {
 // Owns a DMatrix handle.
 class Matrix {
  public:
-  Matrix(const std::vector<float>& values, size_t rows) {
-    check(XGDMatrixCreateFromMat(values.data(), rows, static_cast<bst_ulong>(feature_width()),
+  Matrix(const std::vector<float>& values, size_t rows, int width) {
+    check(XGDMatrixCreateFromMat(values.data(), rows, static_cast<bst_ulong>(width),
                                  std::numeric_limits<float>::quiet_NaN(), &handle_),
           "XGDMatrixCreateFromMat");
   }
@@ -54,22 +54,35 @@ class Matrix {
 
 bool succeeded(double latency) { return std::isfinite(latency) && latency > 0; }
 
-// Every program's rows, concatenated; `first_row[p]` .. `first_row[p + 1]` are program p's.
+int input_width(XGBoostModelOptions::Input input) {
+  return input == XGBoostModelOptions::Input::Rows ? feature_width() : program_summary_width();
+}
+
+// The model's input rows of every program, concatenated; `first_row[p]` .. `first_row[p + 1]` are
+// program p's: its store rows, or its one summary row.
 struct Packed {
   std::vector<float> values;
   std::vector<size_t> first_row{0};
+  int width = 0;
 };
 
 template <typename GetFeatures>
-Packed pack(size_t n, GetFeatures features_of) {
+Packed pack(size_t n, XGBoostModelOptions::Input input, GetFeatures features_of) {
   Packed p;
+  p.width = input_width(input);
   const size_t width = static_cast<size_t>(feature_width());
   for (size_t i = 0; i < n; ++i) {
     const ProgramFeatures& f = features_of(i);
     TESSEL_CHECK(f.values.size() == static_cast<size_t>(f.rows) * width,
                  "cost model: program features do not match the feature width");
-    p.values.insert(p.values.end(), f.values.begin(), f.values.end());
-    p.first_row.push_back(p.first_row.back() + static_cast<size_t>(f.rows));
+    if (input == XGBoostModelOptions::Input::Rows) {
+      p.values.insert(p.values.end(), f.values.begin(), f.values.end());
+      p.first_row.push_back(p.first_row.back() + static_cast<size_t>(f.rows));
+    } else {
+      std::vector<float> summary = program_summary(f);
+      p.values.insert(p.values.end(), summary.begin(), summary.end());
+      p.first_row.push_back(p.first_row.back() + 1);
+    }
   }
   return p;
 }
@@ -104,7 +117,8 @@ nlohmann::json options_to_json(const XGBoostModelOptions& o) {
           {"max_trees", o.max_trees},           {"nthread", o.nthread},
           {"seed", o.seed},                     {"objective", objective_name(o.objective)},
           {"lambda", o.lambda},                 {"min_child_weight", o.min_child_weight},
-          {"subsample", o.subsample},           {"colsample", o.colsample}};
+          {"subsample", o.subsample},           {"colsample", o.colsample},
+          {"input", model_input_name(o.input)}};
 }
 
 XGBoostModelOptions options_from_json(const nlohmann::json& j) {
@@ -120,6 +134,11 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   const std::string objective = j.value("objective", std::string("packsum"));
   if (objective == "rank") o.objective = XGBoostModelOptions::Objective::Rank;
   else if (objective == "packsum") o.objective = XGBoostModelOptions::Objective::PackSum;
+  else o.max_depth = 0;  // unknown: options_valid refuses it
+  // Models saved before the option existed scored rows.
+  const std::string input = j.value("input", std::string("rows"));
+  if (input == "rows") o.input = XGBoostModelOptions::Input::Rows;
+  else if (input == "programs") o.input = XGBoostModelOptions::Input::Programs;
   else o.max_depth = 0;  // unknown: options_valid refuses it
   o.lambda = j.value("lambda", 1.0);
   o.min_child_weight = j.value("min_child_weight", 0.0);
@@ -270,6 +289,20 @@ const char* objective_name(XGBoostModelOptions::Objective o) {
   return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
 }
 
+XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what) {
+  if (name == "rows") return XGBoostModelOptions::Input::Rows;
+  if (name == "programs") return XGBoostModelOptions::Input::Programs;
+  throw InputError(what + ": unknown cost-model input '" + name + "' (rows or programs)");
+}
+
+XGBoostModelOptions::Input default_model_input(bool gpu) {
+  return gpu ? XGBoostModelOptions::Input::Programs : XGBoostModelOptions::Input::Rows;
+}
+
+const char* model_input_name(XGBoostModelOptions::Input input) {
+  return input == XGBoostModelOptions::Input::Rows ? "rows" : "programs";
+}
+
 XGBoostModel::XGBoostModel(const XGBoostModelOptions& options)
     : options_(options), impl_(std::make_unique<Impl>()) {
   TESSEL_CHECK(options_valid(options), "XGBoostModelOptions out of range");
@@ -284,10 +317,10 @@ int XGBoostModel::num_trees() const { return impl_->trees(); }
 std::vector<double> XGBoostModel::predict(const std::vector<ProgramFeatures>& programs) {
   std::vector<double> scores(programs.size(), 0.0);
   if (!trained() || programs.empty()) return scores;
-  Packed packed = pack(programs.size(), [&](size_t i) -> const ProgramFeatures& { return programs[i]; });
+  Packed packed = pack(programs.size(), options_.input, [&](size_t i) -> const ProgramFeatures& { return programs[i]; });
   const size_t rows = packed.first_row.back();
   if (rows == 0) return scores;
-  Matrix m(packed.values, rows);
+  Matrix m(packed.values, rows, packed.width);
   std::vector<float> preds = impl_->predict_rows(m, rows);
   for (size_t p = 0; p < programs.size(); ++p)
     for (size_t i = packed.first_row[p]; i < packed.first_row[p + 1]; ++i) scores[p] += preds[i];
@@ -299,12 +332,13 @@ void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
   samples_.insert(samples_.end(), samples.begin(), samples.end());
   samples_seen_ += static_cast<int64_t>(samples.size());
 
-  Packed packed = pack(samples_.size(), [&](size_t i) -> const ProgramFeatures& { return samples_[i].features; });
+  Packed packed =
+      pack(samples_.size(), options_.input, [&](size_t i) -> const ProgramFeatures& { return samples_[i].features; });
   const size_t rows = packed.first_row.back();
   if (rows == 0) return;
   std::vector<double> labels = normalized_throughput(samples_);
   std::vector<int> groups = group_ids(samples_);
-  Matrix m(packed.values, rows);
+  Matrix m(packed.values, rows, packed.width);
 
   const int trees = impl_->trees();
   if (trees == 0 || trees + options_.rounds_per_update > options_.max_trees) {

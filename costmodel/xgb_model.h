@@ -1,7 +1,7 @@
 // The learned cost model: gradient-boosted trees (XGBoost) that score every store row of a program
-// and sum the rows into the program's score, trained on throughput normalized within each task
-// (Ansor's pack-sum objective). The model remembers every sample it has seen and grows
-// incrementally; it saves to and loads from one JSON file.
+// and sum the rows into the program's score (Ansor's design), or score one summary vector per
+// program, trained on throughput normalized within each task. The model remembers every sample it
+// has seen and grows incrementally; it saves to and loads from one JSON file.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,11 @@ struct XGBoostModelOptions {
   // (experiments/results/costmodel_transfer_2026-11-22.md).
   enum class Objective { PackSum, Rank };
   Objective objective = Objective::Rank;
+  // What the trees score: every store row of a program, summed into its score (Ansor's design), or
+  // one summary vector per program (program_summary: its heaviest row, each column's max and min,
+  // its row count).
+  enum class Input { Rows, Programs };
+  Input input = Input::Rows;
   double lambda = 1.0;            // L2 regularization of leaf values (XGBoost's reg_lambda)
   double min_child_weight = 0.0;  // least hessian in a leaf
   double subsample = 1.0;         // fraction of rows each tree sees
@@ -48,6 +53,14 @@ struct XGBoostModelOptions {
 // "rank" or "packsum"; throws InputError naming `what` for another name.
 XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what);
 const char* objective_name(XGBoostModelOptions::Objective objective);
+// The input a new model gets by default: Programs on the GPU, Rows on the CPU. Held out on the
+// 69-workload H100 log, programs rank 0.792 pairwise / 0.414 top-5% recall against rows' 0.762 /
+// 0.320; on the 8-workload CPU log 0.674 / 0.058 against 0.682 / 0.104
+// (experiments/results/costmodel_gpu_2026-11-22/README.md, "Session 10").
+XGBoostModelOptions::Input default_model_input(bool gpu);
+// "rows" or "programs"; throws InputError naming `what` for another name.
+XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what);
+const char* model_input_name(XGBoostModelOptions::Input input);
 
 class XGBoostModel : public CostModel {
  public:

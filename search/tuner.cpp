@@ -51,6 +51,8 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   XGBoostModelOptions xgb;
   xgb.seed = options.seed;
   xgb.objective = objective_from_name(options.objective, "--objective");
+  xgb.input = options.model_input.empty() ? default_model_input(options.target == "cuda")
+                                          : model_input_from_name(options.model_input, "--model-input");
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -75,6 +77,7 @@ void check_tune_options(const TuneOptions& options) {
   if (options.model != "xgboost" && options.model != "random")
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
   objective_from_name(options.objective, "--objective");
+  if (!options.model_input.empty()) model_input_from_name(options.model_input, "--model-input");
   if (options.model == "random" && !options.model_path.empty())
     throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");
@@ -135,6 +138,7 @@ std::string tune_options_json(const TuneOptions& o) {
   j["model"] = o.model;
   j["model_path"] = o.model_path;
   j["objective"] = o.objective;
+  j["model_input"] = o.model_input;
   j["retime_leaders"] = o.retime_leaders;
   j["retime_timings"] = o.retime_timings;
   j["retime_spread"] = o.retime_spread;
@@ -173,8 +177,12 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   std::unique_ptr<CostModel> model = make_model(options);
   // The session records the loss of the model it actually uses: a loaded one keeps its own.
   TuneOptions saved = options;
-  if (const auto* xgb = dynamic_cast<const XGBoostModel*>(model.get())) saved.objective = objective_name(xgb->options().objective);
-  else saved.objective = "none";
+  if (const auto* xgb = dynamic_cast<const XGBoostModel*>(model.get())) {
+    saved.objective = objective_name(xgb->options().objective);
+    saved.model_input = model_input_name(xgb->options().input);
+  } else {
+    saved.objective = saved.model_input = "none";
+  }
 
   std::vector<TaskRun> runs(tasks.size());
   // The first task's measurer names the target (for a GPU: which one, which driver).

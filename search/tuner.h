@@ -50,6 +50,8 @@ struct TuneOptions {
   std::string model = "xgboost";    // "xgboost" or "random" (no model: ablations)
   std::string objective = "rank";   // a new XGBoost model's loss: "rank" or "packsum" (a loaded model keeps its own;
                                     // the saved session names the one used, "none" without a model)
+  std::string model_input;          // a new XGBoost model's input: "rows", "programs", or "" (programs on cuda,
+                                    // rows on llvm); the saved session names the one used
   std::string model_path;           // a pre-trained XGBoost model to start from
   std::string save_model_path;      // where to save the model at the end ("" : not saved)
   int retime_leaders = 3;           // fastest schedules re-timed after each round (0: none)

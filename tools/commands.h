@@ -79,6 +79,7 @@ struct TuneArgs {
   std::string save_model;            // save the model at the end
   std::string model_kind = "xgboost";
   std::string objective;             // the new model's loss, rank (when empty) or packsum; not with --model
+  std::string model_input;           // the new model's input, rows or programs ("": by target); not with --model
   std::string strategy = "evolution";
   int population = 0;                // 0: the search default
   int generations = -1;              // -1: the search default
@@ -100,6 +101,7 @@ struct ModelArgs {
   std::string output;            // train: where to save the model
   std::string exclude_workload;  // train: leave this workload out
   std::string objective = "rank";  // train: the loss, rank or packsum
+  std::string model_input;         // train: rows or programs ("": programs for cuda, rows for llvm)
   std::string model;             // eval: the model file
   std::string holdout_workload;  // eval: score only this workload (default: every workload)
 };

@@ -66,6 +66,8 @@ int cmd_model_train(const ModelArgs& args) {
   if (args.output.empty()) throw InputError("-o PATH (where to save the model) is required");
   XGBoostModelOptions options;
   options.objective = objective_from_name(args.objective, "--objective");
+  options.input = args.model_input.empty() ? default_model_input(args.target == "cuda")
+                                           : model_input_from_name(args.model_input, "--model-input");
   LogSamples s = samples_of(args, args.exclude_workload, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);
@@ -79,6 +81,7 @@ int cmd_model_train(const ModelArgs& args) {
   std::printf("samples: %zu (%zu skipped)\n", s.samples.size(), s.skipped.size());
   std::printf("groups: %zu\n", groups.size());
   std::printf("objective: %s\n", objective_name(options.objective));
+  std::printf("input: %s\n", model_input_name(options.input));
   std::printf("trees: %d\n", model.num_trees());
   std::printf("training time: %.2f s\n", seconds);
   std::printf("saved: %s\n", args.output.c_str());

@@ -133,6 +133,9 @@ int cmd_tune(const TuneArgs& args) {
   if (!args.objective.empty() && !args.model.empty())
     throw InputError("--objective is for a new cost model; --model " + args.model + " keeps the objective it was trained with");
   if (!args.objective.empty()) options.objective = args.objective;
+  if (!args.model_input.empty() && !args.model.empty())
+    throw InputError("--model-input is for a new cost model; --model " + args.model + " keeps the input it was trained with");
+  options.model_input = args.model_input;
   options.model_path = args.model;
   options.save_model_path = args.save_model;
   options.search.strategy = args.strategy;

@@ -4,7 +4,7 @@
 // accuracy and top-5% recall per held-out workload and their means (the numbers `tessel model eval`
 // prints after `tessel model train --exclude-workload`, which experiments/tune/model_eval.sh runs).
 //
-//   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--rounds N] [--depth D]
+//   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs] [--rounds N] [--depth D]
 //                 [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C] [--drop COLS]
 //                 [--rel 1|2] [--dump FILE]
 //
@@ -186,7 +186,7 @@ std::vector<int> columns_named(const std::string& list) {
 }  // namespace
 
 static int run(int argc, char** argv) {
-  std::string db, cache, drop, dump, target = "llvm";
+  std::string db, cache, drop, dump, input, target = "llvm";
   int rel = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
@@ -200,6 +200,7 @@ static int run(int argc, char** argv) {
     else if (a == "--target") target = next();
     else if (a == "--cache") cache = next();
     else if (a == "--objective") options.objective = objective_from_name(next(), "--objective");
+    else if (a == "--input") input = next();
     else if (a == "--rounds") options.retrain_rounds = std::stoi(next()), options.max_trees = std::max(options.max_trees, options.retrain_rounds);
     else if (a == "--depth") options.max_depth = std::stoi(next());
     else if (a == "--eta") options.eta = std::stod(next());
@@ -216,6 +217,8 @@ static int run(int argc, char** argv) {
       return 2;
     }
   }
+  // As `tessel model train`: the target's default input unless --input names one.
+  options.input = input.empty() ? default_model_input(target == "cuda") : model_input_from_name(input, "--input");
   if (rel > 0 && kFeatureVersion >= 2) {
     // Version 2 already divides the arithmetic counts by the program's float operations; dividing
     // again would measure nothing meaningful.

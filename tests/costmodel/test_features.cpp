@@ -286,3 +286,42 @@ TEST_CASE("GPU features describe each kernel of a program on its own, inside its
   CHECK(at(f, 1, "B1.warp_sectors") == Approx(log1p2(5)));
   CHECK(at(f, 1, "B1.warp_efficiency") == Approx(0.8));
 }
+
+TEST_CASE("a program summary holds its heaviest row, each column's max and min, and its row count",
+          "[costmodel][features]") {
+  const int w = feature_width();
+  const auto& names = feature_names();
+  auto column = [&](const std::string& name) {
+    return static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  const int mul = column("float_mul"), add = column("float_addsub"), vec = column("vec_len"),
+            bytes = column("B0.bytes");
+  // Three rows: row 1 does most of the float work (2^-0.2 of F against 2^-3 and none), row 2 the
+  // least; vec_len 4, 1, 8.
+  ProgramFeatures f;
+  f.rows = 3;
+  f.values.assign(static_cast<size_t>(3 * w), kNoCount);
+  auto at = [&](int r, int c) -> float& { return f.values[static_cast<size_t>(r * w + c)]; };
+  at(0, mul) = -3, at(1, mul) = -1, at(1, add) = -1;
+  at(0, vec) = 4, at(1, vec) = 1, at(2, vec) = 8;
+  at(0, bytes) = 10, at(1, bytes) = 12, at(2, bytes) = 20;
+  std::vector<float> s = program_summary(f);
+  REQUIRE(s.size() == static_cast<size_t>(program_summary_width()));
+  CHECK(program_summary_width() == 3 * w + 1);
+  CHECK(std::equal(s.begin(), s.begin() + w, f.values.begin() + w));  // row 1
+  CHECK(s[static_cast<size_t>(w + vec)] == 8);
+  CHECK(s[static_cast<size_t>(2 * w + vec)] == 1);
+  CHECK(s[static_cast<size_t>(w + mul)] == -1);
+  CHECK(s[static_cast<size_t>(2 * w + mul)] == kNoCount);
+  CHECK(s.back() == 3);
+
+  // Equal float work: the row with more bytes in its first buffer block is the heaviest.
+  at(1, add) = kNoCount, at(1, mul) = -3;
+  s = program_summary(f);
+  CHECK(std::equal(s.begin(), s.begin() + w, f.values.begin() + w));  // row 1: 12 bytes against row 0's 10
+  at(1, bytes) = 9;
+  s = program_summary(f);
+  CHECK(std::equal(s.begin(), s.begin() + w, f.values.begin()));  // now row 0
+
+  CHECK(program_summary(ProgramFeatures{}) == std::vector<float>(static_cast<size_t>(program_summary_width()), 0.0f));
+}

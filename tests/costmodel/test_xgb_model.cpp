@@ -108,6 +108,37 @@ TEST_CASE("the pairwise rank objective ranks held-out programs too and saves its
   CHECK(loaded->options().colsample == Approx(0.8));
 }
 
+TEST_CASE("a model scoring program summaries ranks held-out programs and saves its input", "[costmodel][xgb]") {
+  for (auto objective : {XGBoostModelOptions::Objective::Rank, XGBoostModelOptions::Objective::PackSum}) {
+    XGBoostModelOptions o = test_options();
+    o.objective = objective;
+    o.input = XGBoostModelOptions::Input::Programs;
+    XGBoostModel model(o);
+    model.update(samples(0, 180));
+    RankingMetrics m = held_out_metrics(model, 180, 240);
+    INFO(objective_name(objective) << ": pairwise accuracy " << m.pairwise_accuracy << " over " << m.pairs << " pairs");
+    CHECK(m.pairwise_accuracy > 0.9);
+    const std::string path = temp_path("programs.json");
+    model.save(path);
+    std::unique_ptr<XGBoostModel> loaded = XGBoostModel::load(path);
+    CHECK(loaded->options().input == XGBoostModelOptions::Input::Programs);
+    std::vector<ProgramFeatures> probe(synthetic().features.begin() + 180, synthetic().features.begin() + 200);
+    CHECK(loaded->predict(probe) == model.predict(probe));
+    // A model file from before the option scored rows.
+    nlohmann::json j;
+    std::ifstream(path) >> j;
+    j["options"].erase("input");
+    std::ofstream(path, std::ios::trunc) << j.dump();
+    CHECK(XGBoostModel::load(path)->options().input == XGBoostModelOptions::Input::Rows);
+    std::filesystem::remove(path);
+  }
+  CHECK(default_model_input(true) == XGBoostModelOptions::Input::Programs);
+  CHECK(default_model_input(false) == XGBoostModelOptions::Input::Rows);
+  CHECK(model_input_from_name("programs", "x") == XGBoostModelOptions::Input::Programs);
+  CHECK_THROWS_WITH(model_input_from_name("stores", "--model-input"),
+                    Catch::Contains("--model-input: unknown cost-model input 'stores' (rows or programs)"));
+}
+
 TEST_CASE("updates add trees to the model instead of retraining it", "[costmodel][xgb]") {
   XGBoostModel model(test_options());
   model.update(samples(0, 60));

@@ -27,7 +27,7 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
   INFO(train.out << train.err);
   REQUIRE(train.exit_code == 0);
   CHECK_THAT(train.out, Catch::Contains("samples: 30") && Catch::Contains("groups: 1") &&
-                            Catch::Contains("objective: rank") &&
+                            Catch::Contains("objective: rank") && Catch::Contains("input: rows") &&
                             Catch::Contains("training time:") && Catch::Contains("saved: " + model));
 
   RunResult eval = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", key});
@@ -51,6 +51,17 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
     RunResult packsum = tessel({"model", "train", "--db", db, "-o", dir.file("p.json"), "--objective", "packsum"});
     CHECK(packsum.exit_code == 0);
     CHECK_THAT(packsum.out, Catch::Contains("objective: packsum"));
+
+    RunResult programs = tessel({"model", "train", "--db", db, "-o", dir.file("s.json"), "--model-input", "programs"});
+    CHECK(programs.exit_code == 0);
+    CHECK_THAT(programs.out, Catch::Contains("input: programs"));
+    RunResult programs_eval = tessel({"model", "eval", "--db", db, "--model", dir.file("s.json")});
+    CHECK(programs_eval.exit_code == 0);
+    CHECK_THAT(programs_eval.out, Catch::Contains("overall"));
+
+    RunResult input = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--model-input", "stores"});
+    CHECK(input.exit_code == 2);
+    CHECK_THAT(input.err, Catch::StartsWith("error: --model-input: unknown cost-model input 'stores'"));
 
     RunResult objective = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--objective", "listwise"});
     CHECK(objective.exit_code == 2);

@@ -93,6 +93,10 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
     return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("objective", "");
   };
   CHECK(objective_of(records.front()) == "rank");  // the default, saved with the session
+  auto input_of = [](const nlohmann::json& record) {
+    return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("model_input", "");
+  };
+  CHECK(input_of(records.front()) == "rows");  // the CPU's default, saved with the session
   auto spread_of = [](const nlohmann::json& record) {
     return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("retime_spread", false);
   };
@@ -122,13 +126,14 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
   CHECK(trials_of(export_records(db)).size() == 18);
 
-  RunResult more = tessel(tune_args(db, "26", {"--batch", "5", "--objective", "packsum"}));
+  RunResult more = tessel(tune_args(db, "26", {"--batch", "5", "--objective", "packsum", "--model-input", "programs"}));
   INFO(more.err);
   REQUIRE(more.exit_code == 0);
   CHECK_THAT(more.out, Catch::Contains("8 candidates measured this session"));
   records = trials_of(export_records(db));
   REQUIRE(records.size() == 26);
   CHECK(objective_of(records.back()) == "packsum");
+  CHECK(input_of(records.back()) == "programs");
   std::vector<std::string> keys = step_keys(records);
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
 
@@ -216,6 +221,12 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--objective", "packsum", "--model", dir.file("m.json")},
                 "keeps the objective"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--model-input", "programs", "--model", dir.file("m.json")},
+                "keeps the input"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--model-input", "stores"},
+                "stores"},
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--model", dir.file("missing.json")},
                 "missing.json"},

@@ -814,7 +814,9 @@ std::vector<float> program_summary(const ProgramFeatures& features) {
   double heavy_work = work(row(0));
   for (int r = 1; r < features.rows; ++r) {
     const double w = work(row(r));
-    if (w > heavy_work || (w == heavy_work && row(r)[bytes] > row(heavy)[bytes])) heavy = r, heavy_work = w;
+    // Equal within float rounding (the columns are rounded logs): a tie.
+    const bool tie = std::abs(w - heavy_work) <= 1e-6 * std::max(w, heavy_work);
+    if ((!tie && w > heavy_work) || (tie && row(r)[bytes] > row(heavy)[bytes])) heavy = r, heavy_work = w;
   }
   float* max = out.data() + kWidth;
   float* min = out.data() + 2 * kWidth;

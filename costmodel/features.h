@@ -1,6 +1,7 @@
 // Features of a lowered program for the cost model: one fixed-width row per buffer store (a Store
 // statement of the lowered, flattened program; the copies unrolling made of one store share a row),
-// so that a program is a small matrix whose rows the model scores and sums. Every field is documented in docs/costmodel_features.md; the layout is
+// so that a program is a small matrix whose rows the model scores and sums (or summarizes first:
+// program_summary). Every field is documented in docs/costmodel_features.md; the layout is
 // versioned: a model trained on one version refuses features of another.
 #pragma once
 

@@ -8,7 +8,9 @@
 // n rows supply n w_p). We give each row w_p n instead: the Newton step is then exact for such a leaf
 // and held-out ranking improves markedly (0.87 -> 0.98 pairwise in tests/costmodel's synthetic
 // ranking with depth 3, eta 0.1, 200 trees).
-// XGBoosterBoostOneIter grows one tree from these.
+// XGBoosterBoostOneIter grows one tree from these. The rows are a program's store rows (input
+// Rows) or its one summary row (input Programs: n = 1, and pack-sum is plain weighted regression).
+// The rank objective below shares the same packing.
 #include "costmodel/xgb_model.h"
 
 #include <xgboost/c_api.h>
@@ -29,7 +31,9 @@ namespace {
 // hundred samples that ranked held-out programs 0.91 right in pairs, against 0.98 with this floor).
 constexpr double kMinWeight = 0.3;
 constexpr const char* kFileFormat = "tessel-cost-model";
-constexpr int kFileVersion = 1;
+// 2: the options name the model's input (rows or programs); a tessel reading version 1 only would
+// take a programs model for a rows one.
+constexpr int kFileVersion = 2;
 
 void check(int rc, const char* call) {
   if (rc != 0) throw XGBoostError(std::string("XGBoost: ") + call + " failed: " + XGBGetLastError());
@@ -183,7 +187,7 @@ struct XGBoostModel::Impl {
     set("lambda", std::to_string(o.lambda));
     set("subsample", std::to_string(o.subsample));
     set("colsample_bytree", std::to_string(o.colsample));
-    set("base_score", "0");        // a program's score is a sum of rows: start every row at 0
+    set("base_score", "0");        // a program's score is a sum of its input rows: start every row at 0
     set("disable_default_eval_metric", "1");
     set("seed", std::to_string(o.seed % 2147483647ULL));
     if (o.nthread > 0) set("nthread", std::to_string(o.nthread));
@@ -406,6 +410,15 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
       model->impl_->create(model->options_, nullptr);
       if (XGBoosterLoadModelFromBuffer(model->impl_->booster, buffer.data(), buffer.size()) != 0)
         throw InputError("cost model '" + path + "': XGBoost cannot read its trees: " + XGBGetLastError());
+      // XGBoost predicts on fewer columns than its trees were grown on (the rest read as missing):
+      // trees and input must agree exactly, or the scores would be silently wrong.
+      bst_ulong columns = 0;
+      check(XGBoosterGetNumFeature(model->impl_->booster, &columns), "XGBoosterGetNumFeature");
+      const int expected = input_width(model->options_.input);
+      if (columns != static_cast<bst_ulong>(expected))
+        throw InputError("cost model '" + path + "' is damaged: its trees read " + std::to_string(columns) +
+                         " columns, its input '" + model_input_name(model->options_.input) + "' has " +
+                         std::to_string(expected));
       model->impl_->set_params(model->options_);
     }
     return model;

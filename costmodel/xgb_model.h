@@ -28,7 +28,8 @@ struct XGBoostModelOptions {
   int max_trees = 1000;        // past this many trees, update() retrains from scratch
   int nthread = 0;             // 0: every core
   uint64_t seed = 0;
-  // The loss on program scores (a program's score is the sum of its rows' predictions):
+  // The loss on program scores (a program's score is the sum of its input rows' predictions: its
+  // store rows, or its one summary row, see `input`):
   //   PackSum: squared error to the throughput normalized within the group (Ansor's pack-sum);
   //   Rank: pairwise logistic loss over the pairs of programs of one group whose throughputs
   //         differ (failures rank below every success), each group's pairs scaled by 1/(n - 1).

@@ -296,8 +296,8 @@ TEST_CASE("a program summary holds its heaviest row, each column's max and min, 
   };
   const int mul = column("float_mul"), add = column("float_addsub"), vec = column("vec_len"),
             bytes = column("B0.bytes");
-  // Three rows: row 1 does most of the float work (2^-0.2 of F against 2^-3 and none), row 2 the
-  // least; vec_len 4, 1, 8.
+  // Three rows: row 1 does most of the float work (2^-1 + 2^-1 of F against row 0's 2^-3; row 2
+  // none); vec_len 4, 1, 8.
   ProgramFeatures f;
   f.rows = 3;
   f.values.assign(static_cast<size_t>(3 * w), kNoCount);

@@ -124,14 +124,32 @@ TEST_CASE("a model scoring program summaries ranks held-out programs and saves i
     CHECK(loaded->options().input == XGBoostModelOptions::Input::Programs);
     std::vector<ProgramFeatures> probe(synthetic().features.begin() + 180, synthetic().features.begin() + 200);
     CHECK(loaded->predict(probe) == model.predict(probe));
-    // A model file from before the option scored rows.
+    // Trees grown on summaries under a file that says rows (as a file from before the option would
+    // read): XGBoost would predict on the narrower rows, so load refuses it.
     nlohmann::json j;
     std::ifstream(path) >> j;
     j["options"].erase("input");
     std::ofstream(path, std::ios::trunc) << j.dump();
-    CHECK(XGBoostModel::load(path)->options().input == XGBoostModelOptions::Input::Rows);
+    CHECK_THROWS_WITH(XGBoostModel::load(path), Catch::Contains(path) && Catch::Contains("its trees read 478 columns") &&
+                                                    Catch::Contains("'rows' has 159"));
     std::filesystem::remove(path);
   }
+  // A file written before the option (format version 1, no input) scored rows, and loads as such.
+  XGBoostModel rows(test_options());
+  rows.update(samples(0, 60));
+  const std::string path = temp_path("v1.json");
+  rows.save(path);
+  nlohmann::json j;
+  std::ifstream(path) >> j;
+  j["format_version"] = 1;
+  j["options"].erase("input");
+  std::ofstream(path, std::ios::trunc) << j.dump();
+  std::unique_ptr<XGBoostModel> v1 = XGBoostModel::load(path);
+  std::filesystem::remove(path);
+  CHECK(v1->options().input == XGBoostModelOptions::Input::Rows);
+  std::vector<ProgramFeatures> probe(synthetic().features.begin() + 180, synthetic().features.begin() + 200);
+  CHECK(v1->predict(probe) == rows.predict(probe));
+
   CHECK(default_model_input(true) == XGBoostModelOptions::Input::Programs);
   CHECK(default_model_input(false) == XGBoostModelOptions::Input::Rows);
   CHECK(model_input_from_name("programs", "x") == XGBoostModelOptions::Input::Programs);

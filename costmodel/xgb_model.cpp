@@ -293,7 +293,8 @@ const char* objective_name(XGBoostModelOptions::Objective o) {
   return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
 }
 
-XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what) {
+XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu) {
+  if (name.empty()) return default_model_input(gpu);
   if (name == "rows") return XGBoostModelOptions::Input::Rows;
   if (name == "programs") return XGBoostModelOptions::Input::Programs;
   throw InputError(what + ": unknown cost-model input '" + name + "' (rows or programs)");

@@ -59,8 +59,9 @@ const char* objective_name(XGBoostModelOptions::Objective objective);
 // 0.320; on the 8-workload CPU log 0.674 / 0.058 against 0.682 / 0.104
 // (experiments/results/costmodel_gpu_2026-11-22/README.md, "Session 10").
 XGBoostModelOptions::Input default_model_input(bool gpu);
-// "rows" or "programs"; throws InputError naming `what` for another name.
-XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what);
+// "rows" or "programs"; throws InputError naming `what` for another name. An empty name gives the
+// target's default (default_model_input).
+XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu);
 const char* model_input_name(XGBoostModelOptions::Input input);
 
 class XGBoostModel : public CostModel {

@@ -51,8 +51,7 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   XGBoostModelOptions xgb;
   xgb.seed = options.seed;
   xgb.objective = objective_from_name(options.objective, "--objective");
-  xgb.input = options.model_input.empty() ? default_model_input(options.target == "cuda")
-                                          : model_input_from_name(options.model_input, "--model-input");
+  xgb.input = model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -77,7 +76,7 @@ void check_tune_options(const TuneOptions& options) {
   if (options.model != "xgboost" && options.model != "random")
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
   objective_from_name(options.objective, "--objective");
-  if (!options.model_input.empty()) model_input_from_name(options.model_input, "--model-input");
+  model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
   if (options.model == "random" && !options.model_path.empty())
     throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");

@@ -66,8 +66,7 @@ int cmd_model_train(const ModelArgs& args) {
   if (args.output.empty()) throw InputError("-o PATH (where to save the model) is required");
   XGBoostModelOptions options;
   options.objective = objective_from_name(args.objective, "--objective");
-  options.input = args.model_input.empty() ? default_model_input(args.target == "cuda")
-                                           : model_input_from_name(args.model_input, "--model-input");
+  options.input = model_input_from_name(args.model_input, "--model-input", args.target == "cuda");
   LogSamples s = samples_of(args, args.exclude_workload, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);

@@ -218,7 +218,7 @@ static int run(int argc, char** argv) {
     }
   }
   // As `tessel model train`: the target's default input unless --input names one.
-  options.input = input.empty() ? default_model_input(target == "cuda") : model_input_from_name(input, "--input");
+  options.input = model_input_from_name(input, "--input", target == "cuda");
   if (rel > 0 && kFeatureVersion >= 2) {
     // Version 2 already divides the arithmetic counts by the program's float operations; dividing
     // again would measure nothing meaningful.

@@ -152,8 +152,8 @@ TEST_CASE("a model scoring program summaries ranks held-out programs and saves i
 
   CHECK(default_model_input(true) == XGBoostModelOptions::Input::Programs);
   CHECK(default_model_input(false) == XGBoostModelOptions::Input::Rows);
-  CHECK(model_input_from_name("programs", "x") == XGBoostModelOptions::Input::Programs);
-  CHECK_THROWS_WITH(model_input_from_name("stores", "--model-input"),
+  CHECK(model_input_from_name("programs", "x", false) == XGBoostModelOptions::Input::Programs);
+  CHECK_THROWS_WITH(model_input_from_name("stores", "--model-input", true),
                     Catch::Contains("--model-input: unknown cost-model input 'stores' (rows or programs)"));
 }
 

@@ -9,13 +9,16 @@ workload's pairwise accuracy and top-5% recall and their means, as transfer_eval
 usage: /usr/bin/python3 program_rows.py DUMP.csv heavy|heavy+mean|heavy+max [pairwise|ndcg]
 """
 import csv
-import math
 import sys
 from collections import defaultdict
 
 import numpy as np
 import xgboost as xgb
 
+from ranking import ranking_scores
+
+if len(sys.argv) < 3:
+    sys.exit(__doc__.strip().splitlines()[-1])
 path, mode = sys.argv[1], sys.argv[2]
 objective = sys.argv[3] if len(sys.argv) > 3 else "pairwise"
 reader = csv.reader(open(path))
@@ -44,15 +47,6 @@ def program_vector(program_rows):
     sys.exit(f"error: mode '{mode}' is not heavy, heavy+mean or heavy+max")
 
 
-def scores(score, latency):
-    dl = latency[:, None] - latency[None, :]
-    ds = score[:, None] - score[None, :]
-    pairs = np.triu(dl != 0, 1)
-    agree = ((np.sign(dl) == -np.sign(ds)) & pairs & (ds != 0)).sum() + 0.5 * ((ds == 0) & pairs).sum()
-    k = max(1, math.ceil(0.05 * len(latency)))
-    return agree / pairs.sum(), len(set(np.argsort(latency)[:k]) & set(np.argsort(-score)[:k])) / k
-
-
 X = np.array([program_vector(rows[p]) for p in programs])
 y = np.array([latency_of[p] for p in programs])
 group = np.array([keys.index(key_of[p]) for p in programs])
@@ -69,7 +63,7 @@ for i, key in enumerate(keys):
     d = xgb.DMatrix(Xt, label=label)
     d.set_group([int((gt == g).sum()) for g in np.unique(gt)])
     booster = xgb.train({"objective": f"rank:{objective}", "max_depth": 6, "eta": 0.1, "nthread": 2}, d, 200)
-    results.append(scores(booster.predict(xgb.DMatrix(X[group == i])), y[group == i]))
+    results.append(ranking_scores(booster.predict(xgb.DMatrix(X[group == i])), y[group == i]))
     print(f"{key}  {results[-1][0]:.3f}  {results[-1][1]:.3f}", flush=True)
 mean = np.mean(results, 0)
 print(f"{mode} {objective}: mean {mean[0]:.3f} {mean[1]:.3f} over {len(keys)} held-out workloads")

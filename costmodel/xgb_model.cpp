@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 namespace tessel {
@@ -125,6 +126,19 @@ nlohmann::json options_to_json(const XGBoostModelOptions& o) {
           {"input", model_input_name(o.input)}};
 }
 
+// The value a name (as objective_name / model_input_name print it) stands for; nullopt for another name.
+std::optional<XGBoostModelOptions::Objective> objective_named(const std::string& name) {
+  for (auto o : {XGBoostModelOptions::Objective::Rank, XGBoostModelOptions::Objective::PackSum})
+    if (name == objective_name(o)) return o;
+  return std::nullopt;
+}
+
+std::optional<XGBoostModelOptions::Input> input_named(const std::string& name) {
+  for (auto i : {XGBoostModelOptions::Input::Rows, XGBoostModelOptions::Input::Programs})
+    if (name == model_input_name(i)) return i;
+  return std::nullopt;
+}
+
 XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   XGBoostModelOptions o;
   o.max_depth = j.at("max_depth").get<int>();
@@ -135,15 +149,12 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
   // Absent from models saved before these options existed: the defaults of then.
-  const std::string objective = j.value("objective", std::string("packsum"));
-  if (objective == "rank") o.objective = XGBoostModelOptions::Objective::Rank;
-  else if (objective == "packsum") o.objective = XGBoostModelOptions::Objective::PackSum;
-  else o.max_depth = 0;  // unknown: options_valid refuses it
+  // An unknown name sets max_depth 0, which options_valid refuses.
+  if (auto objective = objective_named(j.value("objective", std::string("packsum")))) o.objective = *objective;
+  else o.max_depth = 0;
   // Models saved before the option existed scored rows.
-  const std::string input = j.value("input", std::string("rows"));
-  if (input == "rows") o.input = XGBoostModelOptions::Input::Rows;
-  else if (input == "programs") o.input = XGBoostModelOptions::Input::Programs;
-  else o.max_depth = 0;  // unknown: options_valid refuses it
+  if (auto input = input_named(j.value("input", std::string("rows")))) o.input = *input;
+  else o.max_depth = 0;
   o.lambda = j.value("lambda", 1.0);
   o.min_child_weight = j.value("min_child_weight", 0.0);
   o.subsample = j.value("subsample", 1.0);
@@ -284,8 +295,7 @@ struct XGBoostModel::Impl {
 };
 
 XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what) {
-  if (name == "rank") return XGBoostModelOptions::Objective::Rank;
-  if (name == "packsum") return XGBoostModelOptions::Objective::PackSum;
+  if (auto objective = objective_named(name)) return *objective;
   throw InputError(what + ": unknown cost-model objective '" + name + "' (rank or packsum)");
 }
 
@@ -295,8 +305,7 @@ const char* objective_name(XGBoostModelOptions::Objective o) {
 
 XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu) {
   if (name.empty()) return default_model_input(gpu);
-  if (name == "rows") return XGBoostModelOptions::Input::Rows;
-  if (name == "programs") return XGBoostModelOptions::Input::Programs;
+  if (auto input = input_named(name)) return *input;
   throw InputError(what + ": unknown cost-model input '" + name + "' (rows or programs)");
 }
 

@@ -145,6 +145,14 @@ TEST_CASE("a model scoring program summaries ranks held-out programs and saves i
   j["options"].erase("input");
   std::ofstream(path, std::ios::trunc) << j.dump();
   std::unique_ptr<XGBoostModel> v1 = XGBoostModel::load(path);
+  // A file naming an input or objective this tessel does not know is refused, not read as a default.
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"input", "stores"}, {"objective", "lambdamart"}}) {
+    nlohmann::json bad = j;
+    bad["format_version"] = 2;
+    bad["options"][key] = value;
+    std::ofstream(path, std::ios::trunc) << bad.dump();
+    CHECK_THROWS_WITH(XGBoostModel::load(path), Catch::Contains(path) && Catch::Contains("options out of range"));
+  }
   std::filesystem::remove(path);
   CHECK(v1->options().input == XGBoostModelOptions::Input::Rows);
   std::vector<ProgramFeatures> probe(synthetic().features.begin() + 180, synthetic().features.begin() + 200);

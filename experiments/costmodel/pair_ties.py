@@ -1,14 +1,22 @@
-# Share of pairs within one workload whose latencies differ by less than 1, 2 and 5% (pairs the truth
-# hardly orders). Usage: python3 pair_ties.py DUMP.csv  (DUMP from `transfer_eval --dump`).
-import csv, sys, numpy as np
-from collections import defaultdict
-lat=defaultdict(dict)
-rd=csv.reader(open(sys.argv[1])); h=next(rd)
-for r in rd: lat[r[1]][int(r[0])]=float(r[2])
-tot=0; c={0.01:0,0.02:0,0.05:0,0.1:0}
-for w,d in lat.items():
-    l=np.array([v for v in d.values() if v>0]); L=np.log(l)
-    dl=np.abs(L[:,None]-L[None,:])[np.triu_indices(len(l),1)]
-    tot+=len(dl)
-    for t in c: c[t]+=(dl<t).sum()
-print(tot,{t:c[t]/tot for t in c})
+#!/usr/bin/env python3
+"""Share of pairs within one workload whose latencies differ by less than 1, 2, 5 and 10% (pairs the
+truth hardly orders). usage: /usr/bin/python3 pair_ties.py DUMP.csv  (DUMP from `transfer_eval --dump`)"""
+import sys
+
+import numpy as np
+
+from common import Dump
+
+dump = Dump(sys.argv[1])
+latencies = {}
+for p, w in dump.workload.items():
+    latencies.setdefault(w, []).append(dump.latency[p])
+total = 0
+within = {0.01: 0, 0.02: 0, 0.05: 0, 0.1: 0}
+for values in latencies.values():
+    log = np.log(np.array([v for v in values if v > 0]))
+    gaps = np.abs(log[:, None] - log[None, :])[np.triu_indices(len(log), 1)]
+    total += len(gaps)
+    for t in within:
+        within[t] += (gaps < t).sum()
+print(total, {t: within[t] / total for t in within})

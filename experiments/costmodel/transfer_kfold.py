@@ -11,64 +11,24 @@ figure, N the figure after N trials of the workload itself (what the tuner's mod
 
 usage: transfer_kfold.py DUMP.csv [--own N ...] [--folds K]
   DUMP.csv: `build/experiments/transfer_eval --db LOG --target cuda --dump DUMP.csv`
-Needs python3-xgboost and python3-numpy (Debian). The first run caches the parsed CSV as DUMP.csv.kfold.npz.
+Needs python3-xgboost and python3-numpy (Debian).
 """
 import argparse
-import csv
-import os
 import time
 
 import numpy as np
 import xgboost as xgb
 
-from ranking import ranking_scores
-
-FLOAT_COLUMNS = ["float_addsub", "float_mul", "float_div", "float_minmax_abs", "float_cmp", "float_select",
-                 "float_exp_log", "float_sqrt", "float_act"]
+from common import Dump, ranking_scores, train_ranker
 
 
-def load(path):
-    cache = path + ".kfold.npz"
-    if os.path.exists(cache) and os.path.getmtime(cache) >= os.path.getmtime(path):
-        z = np.load(cache, allow_pickle=True)
-        return z["rows"], z["program"], z["latency"], list(z["workload"]), list(z["names"])
-    rows, program, latency, workload = [], [], {}, {}
-    with open(path) as f:
-        reader = csv.reader(f)
-        names = next(reader)[3:]
-        for r in reader:
-            p = int(r[0])
-            program.append(p)
-            workload[p] = r[1]
-            latency[p] = float(r[2])
-            rows.append([float(x) for x in r[3:]])
-    ids = sorted(latency)
-    rows = np.array(rows, dtype=np.float32)
-    program = np.array(program)
-    lat = np.array([latency[p] for p in ids])
-    wl = [workload[p] for p in ids]
-    np.savez(cache, rows=rows, program=program, latency=lat, workload=np.array(wl), names=np.array(names))
-    return rows, program, lat, wl, names
-
-
-def summaries(rows, program, names):
-    """One vector per program, in program-id order (the dump lists a program's rows together)."""
-    float_cols = [names.index(n) for n in FLOAT_COLUMNS]
-    bytes_col = names.index("B0.bytes")
-    order = np.argsort(program, kind="stable")
-    rows, program = rows[order], program[order]
-    ids = np.unique(program)
-    begin = np.searchsorted(program, ids)
-    end = np.append(begin[1:], len(program))
-    out = []
-    for b, e in zip(begin, end):
-        r = rows[b:e]
-        work = np.exp2(r[:, float_cols].astype(np.float64)).sum(1)
-        # heaviest row; a tie within float rounding goes to the larger B0.bytes, then the first row
-        tied = np.where(work >= work.max() * (1 - 1e-6))[0]
-        heavy = tied[np.argmax(r[tied, bytes_col])]
-        out.append(np.concatenate([r[heavy], r.max(0), r.min(0), [len(r)]]))
-    return np.array(out)
+def summary(rows, float_cols, bytes_col):
+    """tessel's program_summary: the heaviest row, each column's max and min, the row count."""
+    work = np.exp2(rows[:, float_cols]).sum(1)
+    # heaviest row; a tie within float rounding goes to the larger B0.bytes, then the first row
+    tied = np.where(work >= work.max() * (1 - 1e-6))[0]
+    heavy = tied[np.argmax(rows[tied, bytes_col])]
+    return np.concatenate([rows[heavy], rows.max(0), rows.min(0), [len(rows)]])
 
 
 def evaluate(X, y, group, own, folds):
@@ -81,18 +41,7 @@ def evaluate(X, y, group, own, folds):
             idx = np.where(group == w)[0]
             scored[idx[1::2]] = True
             train[idx[0::2][:own]] = True
-        order = np.argsort(group[train], kind="stable")
-        Xt, yt, gt = X[train][order], y[train][order], group[train][order]
-        labels = np.zeros(len(yt))
-        sizes = []
-        for w in np.unique(gt):
-            m = gt == w
-            labels[m] = np.argsort(np.argsort(-yt[m])) / max(1, m.sum() - 1)  # fastest = 1
-            sizes.append(int(m.sum()))
-        d = xgb.DMatrix(Xt, label=labels)
-        d.set_group(sizes)
-        booster = xgb.train({"objective": "rank:pairwise", "max_depth": 6, "eta": 0.1, "min_child_weight": 1,
-                             "nthread": os.cpu_count()}, d, 200)
+        booster = train_ranker(X[train], y[train], group[train])
         for w in test_wl:
             m = (group == w) & scored
             results.append(ranking_scores(booster.predict(xgb.DMatrix(X[m])), y[m]))
@@ -105,12 +54,14 @@ def main():
     ap.add_argument("--own", type=int, nargs="+", default=[0])
     ap.add_argument("--folds", type=int, default=10)
     a = ap.parse_args()
-    rows, program, lat, wl, names = load(a.dump)
-    X = summaries(rows, program, names)
-    keys = sorted(set(wl))
-    group = np.array([keys.index(w) for w in wl])
-    ok = lat > 0  # failed candidates carry no latency to rank
-    X, y, group = X[ok], lat[ok], group[ok]
+    dump = Dump(a.dump)
+    # failed candidates carry no latency to rank; record order = program id order
+    programs = [p for p in sorted(dump.rows) if dump.latency[p] > 0]
+    keys = sorted({dump.workload[p] for p in programs})
+    float_cols, bytes_col = dump.float_columns(), dump.column["B0.bytes"]
+    X = np.array([summary(dump.rows[p], float_cols, bytes_col) for p in programs])
+    y = np.array([dump.latency[p] for p in programs])
+    group = np.array([keys.index(dump.workload[p]) for p in programs])
     print(f"{len(y)} programs of {len(keys)} workloads, {X.shape[1]} values each, {a.folds} folds")
     print("own records  pairwise  top-5% recall  (second half of each workload)")
     for n in a.own:

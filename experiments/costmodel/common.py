@@ -32,6 +32,27 @@ class Dump:
         return [self.column[n] for n in FLOAT_COLUMNS]
 
 
+def summary(rows, float_cols, bytes_col):
+    """tessel's program_summary: the heaviest row, each column's max and min, the row count."""
+    work = np.exp2(rows[:, float_cols]).sum(1)
+    # heaviest row; a tie within float rounding goes to the larger B0.bytes, then the first row
+    tied = np.where(work >= work.max() * (1 - 1e-6))[0]
+    heavy = tied[np.argmax(rows[tied, bytes_col])]
+    return np.concatenate([rows[heavy], rows.max(0), rows.min(0), [len(rows)]])
+
+
+def program_summaries(dump):
+    """The successful programs of a dump in record order (failed candidates carry no latency to
+    rank): (X their summaries, y their latencies, group their workload's index in `keys`, keys)."""
+    programs = [p for p in sorted(dump.rows) if dump.latency[p] > 0]
+    keys = sorted({dump.workload[p] for p in programs})
+    float_cols, bytes_col = dump.float_columns(), dump.column["B0.bytes"]
+    X = np.array([summary(dump.rows[p], float_cols, bytes_col) for p in programs])
+    y = np.array([dump.latency[p] for p in programs])
+    group = np.array([keys.index(dump.workload[p]) for p in programs])
+    return X, y, group, keys
+
+
 def train_ranker(X, latency, group, objective="pairwise", rounds=200):
     """XGBoost `rank:<objective>` trees (depth 6, eta 0.1) on the programs X of the workloads `group`,
     labelled within each workload by their latency rank (1 = fastest) or, for ndcg, graded by the

@@ -19,16 +19,7 @@ import time
 import numpy as np
 import xgboost as xgb
 
-from common import Dump, ranking_scores, train_ranker
-
-
-def summary(rows, float_cols, bytes_col):
-    """tessel's program_summary: the heaviest row, each column's max and min, the row count."""
-    work = np.exp2(rows[:, float_cols]).sum(1)
-    # heaviest row; a tie within float rounding goes to the larger B0.bytes, then the first row
-    tied = np.where(work >= work.max() * (1 - 1e-6))[0]
-    heavy = tied[np.argmax(rows[tied, bytes_col])]
-    return np.concatenate([rows[heavy], rows.max(0), rows.min(0), [len(rows)]])
+from common import Dump, program_summaries, ranking_scores, train_ranker
 
 
 def evaluate(X, y, group, own, folds):
@@ -54,14 +45,7 @@ def main():
     ap.add_argument("--own", type=int, nargs="+", default=[0])
     ap.add_argument("--folds", type=int, default=10)
     a = ap.parse_args()
-    dump = Dump(a.dump)
-    # failed candidates carry no latency to rank; record order = program id order
-    programs = [p for p in sorted(dump.rows) if dump.latency[p] > 0]
-    keys = sorted({dump.workload[p] for p in programs})
-    float_cols, bytes_col = dump.float_columns(), dump.column["B0.bytes"]
-    X = np.array([summary(dump.rows[p], float_cols, bytes_col) for p in programs])
-    y = np.array([dump.latency[p] for p in programs])
-    group = np.array([keys.index(dump.workload[p]) for p in programs])
+    X, y, group, keys = program_summaries(Dump(a.dump))
     print(f"{len(y)} programs of {len(keys)} workloads, {X.shape[1]} values each, {a.folds} folds")
     print("own records  pairwise  top-5% recall  (second half of each workload)")
     for n in a.own:

@@ -1,5 +1,6 @@
 // The cost model: scores candidate programs so that the search measures only the promising ones.
-// Scores are comparable within one task (workload + target), higher meaning faster.
+// Scores are comparable within one task (workload + target) and, for a model of relative scores,
+// one reference set of programs (predict_with_reference); higher means faster.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,14 @@ class CostModel {
   virtual ~CostModel() = default;
   // One score per program, higher = predicted faster.
   virtual std::vector<double> predict(const std::vector<ProgramFeatures>& programs) = 0;
+  // The same, for a model whose scores are relative (a program's predicted share of wins against
+  // others): scored against `reference`, so that the scores of several calls with one reference
+  // are comparable. Models that score each program on its own ignore the reference.
+  virtual std::vector<double> predict_with_reference(const std::vector<ProgramFeatures>& programs,
+                                                     const std::vector<ProgramFeatures>& reference) {
+    (void)reference;
+    return predict(programs);
+  }
   // Adds measured samples to what the model learns from and updates it.
   virtual void update(const std::vector<TrainingSample>& samples) = 0;
   // Whether predictions carry information yet (false before the first update with data).

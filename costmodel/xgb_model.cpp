@@ -10,17 +10,21 @@
 // ranking with depth 3, eta 0.1, 200 trees).
 // XGBoosterBoostOneIter grows one tree from these. The rows are a program's store rows (input
 // Rows) or its one summary row (input Programs: n = 1, and pack-sum is plain weighted regression).
-// The rank objective below shares the same packing.
+// The rank objective below shares the same packing. Input Pairs has rows of two programs each and
+// its own loss (logistic, on which of the two is faster; boost_pairs).
 #include "costmodel/xgb_model.h"
 
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <sstream>
 
 namespace tessel {
@@ -60,7 +64,12 @@ class Matrix {
 bool succeeded(double latency) { return std::isfinite(latency) && latency > 0; }
 
 int input_width(XGBoostModelOptions::Input input) {
-  return input == XGBoostModelOptions::Input::Rows ? feature_width() : program_summary_width();
+  switch (input) {
+    case XGBoostModelOptions::Input::Rows: return feature_width();
+    case XGBoostModelOptions::Input::Programs: return program_summary_width();
+    case XGBoostModelOptions::Input::Pairs: return 2 * program_summary_width();
+  }
+  return 0;
 }
 
 // The model's input rows of every program, concatenated; `first_row[p]` .. `first_row[p + 1]` are
@@ -73,6 +82,7 @@ struct Packed {
 
 template <typename GetFeatures>
 Packed pack(size_t n, XGBoostModelOptions::Input input, GetFeatures features_of) {
+  TESSEL_CHECK(input != XGBoostModelOptions::Input::Pairs, "cost model: pairs are not packed per program");
   Packed p;
   p.width = input_width(input);
   const size_t width = static_cast<size_t>(feature_width());
@@ -90,6 +100,43 @@ Packed pack(size_t n, XGBoostModelOptions::Input input, GetFeatures features_of)
     }
   }
   return p;
+}
+
+// Input Pairs: the row of programs a and b (their summaries): a - b, then (a + b) / 2.
+void append_pair_row(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& out) {
+  for (size_t j = 0; j < a.size(); ++j) out.push_back(a[j] - b[j]);
+  for (size_t j = 0; j < a.size(); ++j) out.push_back(0.5f * (a[j] + b[j]));
+}
+
+// The training pairs of input Pairs: every sample with up to `partners` others of its group and a
+// different label, drawn at random (the generator seeded by the caller), in both orders; target 1
+// where the first program is the faster.
+struct TrainingPairs {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  std::vector<float> targets;
+};
+
+TrainingPairs training_pairs(const std::vector<double>& labels, const std::vector<int>& groups, int partners,
+                             std::mt19937_64& rng) {
+  std::map<int, std::vector<size_t>> members;
+  for (size_t p = 0; p < labels.size(); ++p) members[groups[p]].push_back(p);
+  TrainingPairs out;
+  std::vector<size_t> others, drawn;
+  for (const auto& [group, idx] : members) {
+    for (size_t a : idx) {
+      others.clear();
+      for (size_t b : idx)
+        if (labels[b] != labels[a]) others.push_back(b);
+      drawn.clear();
+      std::sample(others.begin(), others.end(), std::back_inserter(drawn), static_cast<size_t>(partners), rng);
+      for (size_t b : drawn)
+        for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+          out.pairs.emplace_back(x, y);
+          out.targets.push_back(labels[x] > labels[y] ? 1.0f : 0.0f);
+        }
+    }
+  }
+  return out;
 }
 
 // Throughput relative to the best successful program of the same group; 0 for failures.
@@ -123,7 +170,8 @@ nlohmann::json options_to_json(const XGBoostModelOptions& o) {
           {"seed", o.seed},                     {"objective", objective_name(o.objective)},
           {"lambda", o.lambda},                 {"min_child_weight", o.min_child_weight},
           {"subsample", o.subsample},           {"colsample", o.colsample},
-          {"input", model_input_name(o.input)}};
+          {"input", model_input_name(o.input)}, {"pair_partners", o.pair_partners},
+          {"anchors", o.anchors}};
 }
 
 // The value a name (as objective_name / model_input_name print it) stands for; nullopt for another name.
@@ -134,7 +182,7 @@ std::optional<XGBoostModelOptions::Objective> objective_named(const std::string&
 }
 
 std::optional<XGBoostModelOptions::Input> input_named(const std::string& name) {
-  for (auto i : {XGBoostModelOptions::Input::Rows, XGBoostModelOptions::Input::Programs})
+  for (auto i : {XGBoostModelOptions::Input::Rows, XGBoostModelOptions::Input::Programs, XGBoostModelOptions::Input::Pairs})
     if (name == model_input_name(i)) return i;
   return std::nullopt;
 }
@@ -159,13 +207,17 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.min_child_weight = j.value("min_child_weight", 0.0);
   o.subsample = j.value("subsample", 1.0);
   o.colsample = j.value("colsample", 1.0);
+  o.pair_partners = j.value("pair_partners", o.pair_partners);
+  o.anchors = j.value("anchors", o.anchors);
   return o;
 }
 
 bool options_valid(const XGBoostModelOptions& o) {
   return o.max_depth > 0 && o.eta > 0 && o.rounds_per_update > 0 && o.retrain_rounds > 0 &&
          o.max_trees >= o.retrain_rounds && o.nthread >= 0 && o.lambda >= 0 && o.min_child_weight >= 0 &&
-         o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1;
+         o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1 && o.pair_partners > 0 &&
+         o.anchors > 0 &&
+         !(o.input == XGBoostModelOptions::Input::Pairs && o.objective == XGBoostModelOptions::Objective::PackSum);
 }
 
 }  // namespace
@@ -239,6 +291,22 @@ struct XGBoostModel::Impl {
     }
   }
 
+  // Input Pairs: `rounds` trees fitted to the logistic loss of each pair row's margin m against its
+  // target t (1: the first program is faster): gradient sigma(m) - t, hessian sigma(m) (1 - sigma(m)).
+  void boost_pairs(const Matrix& m, const std::vector<float>& targets, int rounds) {
+    const size_t rows = targets.size();
+    std::vector<float> grad(rows), hess(rows);
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<float> preds = predict_rows(m, rows);
+      for (size_t i = 0; i < rows; ++i) {
+        const double p = 1.0 / (1.0 + std::exp(-static_cast<double>(preds[i])));
+        grad[i] = static_cast<float>(p - targets[i]);
+        hess[i] = static_cast<float>(std::max(p * (1.0 - p), 1e-6));
+      }
+      check(XGBoosterBoostOneIter(booster, m.get(), grad.data(), hess.data(), rows), "XGBoosterBoostOneIter");
+    }
+  }
+
   static void packsum_gradients(const std::vector<float>& preds, const Packed& packed, const std::vector<double>& labels,
                                 std::vector<float>& grad, std::vector<float>& hess) {
     for (size_t p = 0; p + 1 < packed.first_row.size(); ++p) {
@@ -306,7 +374,7 @@ const char* objective_name(XGBoostModelOptions::Objective o) {
 XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu) {
   if (name.empty()) return default_model_input(gpu);
   if (auto input = input_named(name)) return *input;
-  throw InputError(what + ": unknown cost-model input '" + name + "' (rows or programs)");
+  throw InputError(what + ": unknown cost-model input '" + name + "' (rows, programs or pairs)");
 }
 
 XGBoostModelOptions::Input default_model_input(bool gpu) {
@@ -314,7 +382,18 @@ XGBoostModelOptions::Input default_model_input(bool gpu) {
 }
 
 const char* model_input_name(XGBoostModelOptions::Input input) {
-  return input == XGBoostModelOptions::Input::Rows ? "rows" : "programs";
+  switch (input) {
+    case XGBoostModelOptions::Input::Rows: return "rows";
+    case XGBoostModelOptions::Input::Programs: return "programs";
+    case XGBoostModelOptions::Input::Pairs: return "pairs";
+  }
+  return "?";
+}
+
+void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
+  if (input == XGBoostModelOptions::Input::Pairs && objective == XGBoostModelOptions::Objective::PackSum)
+    throw InputError("--objective packsum cannot train --model-input pairs: a pairs model learns which of two "
+                     "programs is faster, not a score per program (use --objective rank)");
 }
 
 XGBoostModel::XGBoostModel(const XGBoostModelOptions& options)
@@ -329,6 +408,7 @@ bool XGBoostModel::trained() const { return impl_->trees() > 0; }
 int XGBoostModel::num_trees() const { return impl_->trees(); }
 
 std::vector<double> XGBoostModel::predict(const std::vector<ProgramFeatures>& programs) {
+  if (options_.input == XGBoostModelOptions::Input::Pairs) return predict_with_reference(programs, {});
   std::vector<double> scores(programs.size(), 0.0);
   if (!trained() || programs.empty()) return scores;
   Packed packed = pack(programs.size(), options_.input, [&](size_t i) -> const ProgramFeatures& { return programs[i]; });
@@ -341,10 +421,57 @@ std::vector<double> XGBoostModel::predict(const std::vector<ProgramFeatures>& pr
   return scores;
 }
 
+std::vector<double> XGBoostModel::predict_with_reference(const std::vector<ProgramFeatures>& programs,
+                                                         const std::vector<ProgramFeatures>& reference) {
+  if (options_.input != XGBoostModelOptions::Input::Pairs) return predict(programs);
+  std::vector<double> scores(programs.size(), 0.0);
+  if (!trained() || programs.empty()) return scores;
+  std::vector<std::vector<float>> summaries, anchors;
+  for (const ProgramFeatures& f : programs) summaries.push_back(program_summary(f));
+  if (!reference.empty()) {
+    for (const ProgramFeatures& f : reference) anchors.push_back(program_summary(f));
+  } else {  // `anchors` programs of the batch, evenly spaced
+    const size_t n = summaries.size(), k = std::min(n, static_cast<size_t>(options_.anchors));
+    for (size_t i = 0; i < k; ++i) anchors.push_back(summaries[k == 1 ? 0 : i * (n - 1) / (k - 1)]);
+  }
+  // A program against itself (as an anchor of its own batch) says nothing: those pairs are left out.
+  std::vector<double> wins(programs.size(), 0.0);
+  std::vector<int> counted(programs.size(), 0);
+  const int width = input_width(options_.input);
+  constexpr size_t kChunkRows = 16384;  // bounds the pair matrix of a large batch
+  std::vector<float> values;
+  std::vector<size_t> owner;
+  auto flush = [&] {
+    if (owner.empty()) return;
+    Matrix m(values, owner.size(), width);
+    std::vector<float> margins = impl_->predict_rows(m, owner.size());
+    for (size_t r = 0; r < owner.size(); ++r) {
+      wins[owner[r]] += 1.0 / (1.0 + std::exp(-static_cast<double>(margins[r])));
+      ++counted[owner[r]];
+    }
+    values.clear();
+    owner.clear();
+  };
+  for (size_t p = 0; p < summaries.size(); ++p)
+    for (const std::vector<float>& anchor : anchors) {
+      if (anchor == summaries[p]) continue;
+      append_pair_row(summaries[p], anchor, values);
+      owner.push_back(p);
+      if (owner.size() == kChunkRows) flush();
+    }
+  flush();
+  for (size_t p = 0; p < scores.size(); ++p) scores[p] = counted[p] > 0 ? wins[p] / counted[p] : 0.5;
+  return scores;
+}
+
 void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
   if (samples.empty()) return;
   samples_.insert(samples_.end(), samples.begin(), samples.end());
   samples_seen_ += static_cast<int64_t>(samples.size());
+  if (options_.input == XGBoostModelOptions::Input::Pairs) {
+    update_pairs();
+    return;
+  }
 
   Packed packed =
       pack(samples_.size(), options_.input, [&](size_t i) -> const ProgramFeatures& { return samples_[i].features; });
@@ -361,6 +488,32 @@ void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
     ++retrains_;
   } else {
     impl_->boost(m, packed, labels, groups, options_.objective, options_.rounds_per_update);
+  }
+}
+
+// Input Pairs: pairs drawn afresh from all samples (the generator seeded by the options' seed and
+// the sample count, so training is deterministic), then trees fitted to them as update() does.
+void XGBoostModel::update_pairs() {
+  std::vector<double> labels = normalized_throughput(samples_);
+  std::vector<int> groups = group_ids(samples_);
+  std::mt19937_64 rng(options_.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(samples_.size())));
+  TrainingPairs pairs = training_pairs(labels, groups, options_.pair_partners, rng);
+  if (pairs.pairs.empty()) return;  // no group holds two programs of different speed yet
+  std::vector<std::vector<float>> summaries;
+  summaries.reserve(samples_.size());
+  for (const TrainingSample& s : samples_) summaries.push_back(program_summary(s.features));
+  const int width = input_width(options_.input);
+  std::vector<float> values;
+  values.reserve(pairs.pairs.size() * static_cast<size_t>(width));
+  for (auto [a, b] : pairs.pairs) append_pair_row(summaries[a], summaries[b], values);
+  Matrix m(values, pairs.pairs.size(), width);
+  const int trees = impl_->trees();
+  if (trees == 0 || trees + options_.rounds_per_update > options_.max_trees) {
+    impl_->create(options_, m.get());
+    impl_->boost_pairs(m, pairs.targets, options_.retrain_rounds);
+    ++retrains_;
+  } else {
+    impl_->boost_pairs(m, pairs.targets, options_.rounds_per_update);
   }
 }
 

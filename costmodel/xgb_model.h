@@ -1,7 +1,8 @@
 // The learned cost model: gradient-boosted trees (XGBoost) that score every store row of a program
 // and sum the rows into the program's score (Ansor's design), or score one summary vector per
-// program, trained on throughput normalized within each task. The model remembers every sample it
-// has seen and grows incrementally; it saves to and loads from one JSON file.
+// program, trained on throughput normalized within each task; or that tell which of two programs of
+// a task is the faster, a program's score being its predicted share of wins. The model remembers
+// every sample it has seen and grows incrementally; it saves to and loads from one JSON file.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +41,17 @@ struct XGBoostModelOptions {
   // (experiments/results/costmodel_transfer_2026-11-22.md).
   enum class Objective { PackSum, Rank };
   Objective objective = Objective::Rank;
-  // What the trees score: every store row of a program, summed into its score (Ansor's design), or
+  // What the trees score: every store row of a program, summed into its score (Ansor's design),
   // one summary vector per program (program_summary: its heaviest row, each column's max and min,
-  // its row count).
-  enum class Input { Rows, Programs };
+  // its row count), or a pair of programs of one task: the difference of their summaries (the
+  // columns are log2 values, so a log ratio, alike for a small and a large workload) and their mean
+  // (what kind of programs both are). Pairs train with the logistic loss on "the first is faster"
+  // (the objective must be Rank); a program's score is its predicted share of wins against the
+  // reference programs (predict_with_reference) or against `anchors` programs of the batch.
+  enum class Input { Rows, Programs, Pairs };
   Input input = Input::Rows;
+  int pair_partners = 16;  // Pairs: each training program is paired with this many of its task, both orders
+  int anchors = 64;        // Pairs: programs of a batch scored against when no reference is given
   double lambda = 1.0;            // L2 regularization of leaf values (XGBoost's reg_lambda)
   double min_child_weight = 0.0;  // least hessian in a leaf
   double subsample = 1.0;         // fraction of rows each tree sees
@@ -59,10 +66,13 @@ const char* objective_name(XGBoostModelOptions::Objective objective);
 // 0.320; on the 8-workload CPU log 0.674 / 0.058 against 0.682 / 0.104
 // (experiments/results/costmodel_gpu_2026-11-22/README.md, "Session 10").
 XGBoostModelOptions::Input default_model_input(bool gpu);
-// "rows" or "programs"; throws InputError naming `what` for another name. An empty name gives the
+// "rows", "programs" or "pairs"; throws InputError naming `what` for another name. An empty name gives the
 // target's default (default_model_input).
 XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu);
 const char* model_input_name(XGBoostModelOptions::Input input);
+// Throws InputError when the objective cannot train the input: pack-sum fits one score per program,
+// which a pairs model does not have.
+void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input);
 
 class XGBoostModel : public CostModel {
  public:
@@ -81,6 +91,8 @@ class XGBoostModel : public CostModel {
   void save(const std::string& path) const;
 
   std::vector<double> predict(const std::vector<ProgramFeatures>& programs) override;
+  std::vector<double> predict_with_reference(const std::vector<ProgramFeatures>& programs,
+                                             const std::vector<ProgramFeatures>& reference) override;
   // Appends `samples` to the training set and adds rounds_per_update trees fitted to all of it, or
   // retrains from scratch when the model has no trees yet or would pass max_trees.
   void update(const std::vector<TrainingSample>& samples) override;
@@ -96,6 +108,7 @@ class XGBoostModel : public CostModel {
 
  private:
   struct Impl;
+  void update_pairs();
   XGBoostModelOptions options_;
   std::unique_ptr<Impl> impl_;
   std::vector<TrainingSample> samples_;

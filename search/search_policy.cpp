@@ -200,12 +200,13 @@ std::vector<SearchPolicy::Individual> SearchPolicy::initial_population(std::unor
   return pop;
 }
 
-void SearchPolicy::score(std::vector<Individual>& individuals, CostModel& model) {
+void SearchPolicy::score(std::vector<Individual>& individuals, CostModel& model,
+                         const std::vector<ProgramFeatures>& reference) {
   if (individuals.empty()) return;
   std::vector<ProgramFeatures> programs;
   programs.reserve(individuals.size());
   for (const Individual& ind : individuals) programs.push_back(ind.features);
-  std::vector<double> scores = model.predict(programs);
+  std::vector<double> scores = model.predict_with_reference(programs, reference);
   for (size_t i = 0; i < individuals.size(); ++i) individuals[i].score = scores[i];
 }
 
@@ -234,7 +235,13 @@ std::vector<Proposal> SearchPolicy::ask(int n, CostModel& model) {
   }
 
   std::vector<Individual> pop = initial_population(seen);
-  score(pop, model);
+  // One reference for the round, so that a model of relative scores (a program's predicted share of
+  // wins) scores every generation alike: the initial population, evenly spaced (the measured seeds
+  // come first, the fresh samples after).
+  std::vector<ProgramFeatures> reference;
+  const size_t k = std::min(pop.size(), kReferencePrograms);
+  for (size_t i = 0; i < k; ++i) reference.push_back(pop[k == 1 ? 0 : i * (pop.size() - 1) / (k - 1)].features);
+  score(pop, model, reference);
   std::vector<Individual> pool = pop;  // every schedule evaluated this round
   auto tournament = [&]() -> const Individual& {
     const Individual& a = pop[std::uniform_int_distribution<size_t>(0, pop.size() - 1)(rng_)];
@@ -250,7 +257,7 @@ std::vector<Proposal> SearchPolicy::ask(int n, CostModel& model) {
       if (child) proposals.push_back(std::move(*child));
     }
     std::vector<Individual> children = evaluate(std::move(proposals), seen);
-    score(children, model);
+    score(children, model, reference);
     pool.insert(pool.end(), children.begin(), children.end());
     // Elitism: the next generation is the best of parents and children (keys are distinct).
     for (Individual& c : children) pop.push_back(std::move(c));

@@ -88,7 +88,9 @@ class SearchPolicy {
   std::vector<Individual> evaluate(std::vector<SketchResult> schedules, std::unordered_set<std::string>& seen);
   const Sketch* sketch_named(const std::string& name) const;
   std::vector<Individual> initial_population(std::unordered_set<std::string>& seen);
-  void score(std::vector<Individual>& individuals, CostModel& model);
+  // Programs of the round's initial population a relative model scores against (predict_with_reference).
+  static constexpr size_t kReferencePrograms = 64;
+  void score(std::vector<Individual>& individuals, CostModel& model, const std::vector<ProgramFeatures>& reference);
 
   ComputeDAG dag_;
   SearchTarget target_;

@@ -52,6 +52,7 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   xgb.seed = options.seed;
   xgb.objective = objective_from_name(options.objective, "--objective");
   xgb.input = model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
+  check_objective_fits_input(xgb.objective, xgb.input);
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -75,8 +76,8 @@ void check_tune_options(const TuneOptions& options) {
     throw InputError("the search target does not match --target " + options.target);
   if (options.model != "xgboost" && options.model != "random")
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
-  objective_from_name(options.objective, "--objective");
-  model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
+  check_objective_fits_input(objective_from_name(options.objective, "--objective"),
+                             model_input_from_name(options.model_input, "--model-input", options.target == "cuda"));
   if (options.model == "random" && !options.model_path.empty())
     throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");

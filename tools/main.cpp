@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--model-kind", tune.model_kind, "xgboost (default) or random (no model, for ablations)");
   tune_cmd->add_option("--objective", tune.objective, "cost-model loss: rank (default, pairwise within a workload) or packsum");
   tune_cmd->add_option("--model-input", tune.model_input,
-                       "what the cost model scores: programs (one summary each; default for cuda) or rows (every "
-                       "store, summed; default for llvm)");
+                       "what the cost model scores: programs (one summary each; default for cuda), rows (every "
+                       "store, summed; default for llvm) or pairs (two programs' summaries: which is faster)");
   tune_cmd->add_option("--strategy", tune.strategy, "evolution (default) or random (sketch samples only)");
   tune_cmd->add_option("--population", tune.population, "schedules per generation (default 192)")
       ->check(CLI::Range(2, 100000));
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--exclude-workload", model.exclude_workload, "leave this workload key out (to evaluate on it)");
   train_cmd->add_option("--objective", model.objective, "loss: rank (default, pairwise within a workload) or packsum");
   train_cmd->add_option("--model-input", model.model_input,
-                        "what the model scores: programs (default for cuda) or rows (default for llvm)");
+                        "what the model scores: programs (default for cuda), rows (default for llvm) or pairs");
   CLI::App* eval_cmd = model_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
   eval_cmd->add_option("--db", model.db, "tuning log (SQLite) with the records to rank (required)");
   eval_cmd->add_option("--model", model.model, "a model saved by `tessel model train` (required)");

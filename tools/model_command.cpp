@@ -67,6 +67,7 @@ int cmd_model_train(const ModelArgs& args) {
   XGBoostModelOptions options;
   options.objective = objective_from_name(args.objective, "--objective");
   options.input = model_input_from_name(args.model_input, "--model-input", args.target == "cuda");
+  check_objective_fits_input(options.objective, options.input);
   LogSamples s = samples_of(args, args.exclude_workload, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);
@@ -92,15 +93,22 @@ int cmd_model_eval(const ModelArgs& args) {
   std::unique_ptr<XGBoostModel> model = XGBoostModel::load(args.model);
   LogSamples s = samples_of(args, args.holdout_workload, false);
 
-  std::vector<ProgramFeatures> programs;
-  std::vector<double> latencies;
-  for (const TrainingSample& t : s.samples) {
-    programs.push_back(t.features);
-    latencies.push_back(t.latency_s);
-  }
-  std::vector<double> scores = model->predict(programs);
+  // Scores are compared within a group only, and a pairs model's are relative to the programs it
+  // is given: each group is scored on its own.
+  std::vector<double> latencies, scores(s.samples.size());
   std::vector<std::string> groups;
-  for (const TrainingSample& t : s.samples) groups.push_back(t.group);
+  std::map<std::string, std::vector<size_t>> by_group;
+  for (size_t i = 0; i < s.samples.size(); ++i) {
+    latencies.push_back(s.samples[i].latency_s);
+    groups.push_back(s.samples[i].group);
+    by_group[s.samples[i].group].push_back(i);
+  }
+  for (const auto& [group, idx] : by_group) {
+    std::vector<ProgramFeatures> programs;
+    for (size_t i : idx) programs.push_back(s.samples[i].features);
+    std::vector<double> sc = model->predict(programs);
+    for (size_t k = 0; k < idx.size(); ++k) scores[idx[k]] = sc[k];
+  }
 
   auto print = [](const std::string& name, const RankingMetrics& m) {
     std::printf("%-18s %9lld %8lld %10.3f %12.3f\n", name.c_str(), static_cast<long long>(m.programs),

@@ -4,9 +4,13 @@
 // accuracy and top-5% recall per held-out workload and their means (the numbers `tessel model eval`
 // prints after `tessel model train --exclude-workload`, which experiments/tune/model_eval.sh runs).
 //
-//   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs] [--rounds N] [--depth D]
-//                 [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C] [--drop COLS]
-//                 [--rel 1|2] [--dump FILE]
+//   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs|pairs]
+//                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
+//                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE]
+//
+// --folds K: instead of one model per held-out workload, K models, each trained without the
+// workloads of one fold (the i-th workload in first-record order is in fold i mod K) and ranking
+// each of them: the same question, K models instead of one per workload (for the slower inputs).
 //
 // --dump writes the samples as CSV (program, workload, latency_s, then the feature columns; one line
 // per row of a program; after --rel and --drop have rewritten them) and exits: for exploring
@@ -187,7 +191,7 @@ std::vector<int> columns_named(const std::string& list) {
 
 static int run(int argc, char** argv) {
   std::string db, cache, drop, dump, input, target = "llvm";
-  int rel = 0;
+  int rel = 0, folds = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -208,6 +212,9 @@ static int run(int argc, char** argv) {
     else if (a == "--mcw") options.min_child_weight = std::stod(next());
     else if (a == "--subsample") options.subsample = std::stod(next());
     else if (a == "--colsample") options.colsample = std::stod(next());
+    else if (a == "--partners") options.pair_partners = std::stoi(next());
+    else if (a == "--anchors") options.anchors = std::stoi(next());
+    else if (a == "--folds") folds = std::stoi(next());
     else if (a == "--drop") drop = next();
     else if (a == "--rel") rel = std::stoi(next());
     else if (a == "--self") self = true;
@@ -219,6 +226,8 @@ static int run(int argc, char** argv) {
   }
   // As `tessel model train`: the target's default input unless --input names one.
   options.input = model_input_from_name(input, "--input", target == "cuda");
+  check_objective_fits_input(options.objective, options.input);
+  if (folds < 0 || (folds > 0 && self)) throw InputError("--folds must be positive and cannot go with --self");
   if (rel > 0 && kFeatureVersion >= 2) {
     // Version 2 already divides the arithmetic counts by the program's float operations; dividing
     // again would measure nothing meaningful.
@@ -270,7 +279,34 @@ static int run(int argc, char** argv) {
 
   double sum_pw = 0, sum_rec = 0;
   std::printf("%-18s %9s %10s %12s\n", "held out", "programs", "pairwise", "top-5% recall");
-  for (const std::string& k : keys) {
+  auto fold_of = [&](const std::string& key) {
+    return static_cast<int>(std::find(keys.begin(), keys.end(), key) - keys.begin()) % folds;
+  };
+  for (int fold = 0; fold < folds; ++fold) {
+    std::vector<TrainingSample> train;
+    for (size_t i = 0; i < d.samples.size(); ++i)
+      if (fold_of(d.keys[i]) != fold) train.push_back(d.samples[i]);
+    XGBoostModel model(options);
+    model.update(train);
+    for (const std::string& k : keys) {
+      if (fold_of(k) != fold) continue;
+      std::vector<ProgramFeatures> test;
+      std::vector<double> lat;
+      std::vector<std::string> groups;
+      for (size_t i = 0; i < d.samples.size(); ++i)
+        if (d.keys[i] == k) {
+          test.push_back(d.samples[i].features);
+          lat.push_back(d.samples[i].latency_s);
+          groups.push_back(d.samples[i].group);
+        }
+      RankingMetrics m = evaluate_ranking(model.predict(test), lat, groups);
+      std::printf("%-18s %9zu %10.3f %12.3f\n", k.c_str(), test.size(), m.pairwise_accuracy, m.top_recall);
+      std::fflush(stdout);
+      sum_pw += m.pairwise_accuracy;
+      sum_rec += m.top_recall;
+    }
+  }
+  for (const std::string& k : folds > 0 ? std::vector<std::string>{} : keys) {
     std::vector<TrainingSample> train;
     std::vector<ProgramFeatures> test;
     std::vector<double> lat;

@@ -162,7 +162,60 @@ TEST_CASE("a model scoring program summaries ranks held-out programs and saves i
   CHECK(default_model_input(false) == XGBoostModelOptions::Input::Rows);
   CHECK(model_input_from_name("programs", "x", false) == XGBoostModelOptions::Input::Programs);
   CHECK_THROWS_WITH(model_input_from_name("stores", "--model-input", true),
-                    Catch::Contains("--model-input: unknown cost-model input 'stores' (rows or programs)"));
+                    Catch::Contains("--model-input: unknown cost-model input 'stores' (rows, programs or pairs)"));
+}
+
+TEST_CASE("a pairs model ranks held-out programs against a reference and saves its input", "[costmodel][xgb]") {
+  XGBoostModelOptions o = test_options();
+  o.objective = XGBoostModelOptions::Objective::Rank;
+  o.input = XGBoostModelOptions::Input::Pairs;
+  o.pair_partners = 8;
+  o.anchors = 16;
+  XGBoostModel model(o);
+  CHECK(model.predict({synthetic().features[0]}) == std::vector<double>{0.0});  // untrained
+  model.update(samples(0, 180));
+  REQUIRE(model.trained());
+  RankingMetrics m = held_out_metrics(model, 180, 240);  // scored against 16 programs of the batch
+  INFO("pairwise accuracy " << m.pairwise_accuracy << " over " << m.pairs << " pairs");
+  CHECK(m.pairwise_accuracy > 0.9);
+
+  // Scores are shares of predicted wins; against a given reference a program's score does not
+  // depend on the batch it is scored in.
+  std::vector<ProgramFeatures> reference(synthetic().features.begin() + 200, synthetic().features.begin() + 210);
+  std::vector<ProgramFeatures> batch(synthetic().features.begin() + 180, synthetic().features.begin() + 200);
+  std::vector<double> in_batch = model.predict_with_reference(batch, reference);
+  for (double s : in_batch) CHECK((s >= 0 && s <= 1));
+  CHECK(model.predict_with_reference({batch[3]}, reference).front() == Approx(in_batch[3]).epsilon(1e-6));
+  CHECK(model.predict_with_reference({batch[11]}, reference).front() == Approx(in_batch[11]).epsilon(1e-6));
+  // The fastest of the reference beats more of it than the slowest does.
+  std::vector<double> ref_latency(synthetic().latencies.begin() + 200, synthetic().latencies.begin() + 210);
+  auto fastest = std::min_element(ref_latency.begin(), ref_latency.end()) - ref_latency.begin();
+  auto slowest = std::max_element(ref_latency.begin(), ref_latency.end()) - ref_latency.begin();
+  std::vector<double> ref_scores = model.predict_with_reference(reference, reference);
+  CHECK(ref_scores[static_cast<size_t>(fastest)] > ref_scores[static_cast<size_t>(slowest)]);
+
+  const std::string path = temp_path("pairs.json");
+  model.save(path);
+  std::unique_ptr<XGBoostModel> loaded = XGBoostModel::load(path);
+  std::filesystem::remove(path);
+  CHECK(loaded->options().input == XGBoostModelOptions::Input::Pairs);
+  CHECK(loaded->options().pair_partners == 8);
+  CHECK(loaded->options().anchors == 16);
+  CHECK(loaded->predict(batch) == model.predict(batch));
+  // Updates add trees on pairs drawn afresh from every sample.
+  const int trees = model.num_trees();
+  model.update(samples(210, 240));
+  CHECK(model.num_trees() == trees + o.rounds_per_update);
+
+  // Deterministic given the seed (the pairs are drawn from a generator seeded by it).
+  XGBoostModel again(o);
+  again.update(samples(0, 180));
+  CHECK(again.predict(batch) == loaded->predict(batch));
+
+  CHECK(model_input_from_name("pairs", "x", false) == XGBoostModelOptions::Input::Pairs);
+  CHECK_THROWS_WITH(check_objective_fits_input(XGBoostModelOptions::Objective::PackSum, XGBoostModelOptions::Input::Pairs),
+                    Catch::Contains("--objective packsum cannot train --model-input pairs"));
+  CHECK_NOTHROW(check_objective_fits_input(XGBoostModelOptions::Objective::PackSum, XGBoostModelOptions::Input::Programs));
 }
 
 TEST_CASE("updates add trees to the model instead of retraining it", "[costmodel][xgb]") {

@@ -59,6 +59,17 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
     CHECK(programs_eval.exit_code == 0);
     CHECK_THAT(programs_eval.out, Catch::Contains("overall"));
 
+    RunResult pairs = tessel({"model", "train", "--db", db, "-o", dir.file("q.json"), "--model-input", "pairs"});
+    CHECK(pairs.exit_code == 0);
+    CHECK_THAT(pairs.out, Catch::Contains("input: pairs"));
+    RunResult pairs_eval = tessel({"model", "eval", "--db", db, "--model", dir.file("q.json"), "--holdout-workload", key});
+    CHECK(pairs_eval.exit_code == 0);
+    CHECK_THAT(pairs_eval.out, Catch::Contains(key) && Catch::Contains("overall"));
+    RunResult pairs_packsum = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--model-input", "pairs",
+                                      "--objective", "packsum"});
+    CHECK(pairs_packsum.exit_code == 2);
+    CHECK_THAT(pairs_packsum.err, Catch::StartsWith("error: --objective packsum cannot train --model-input pairs"));
+
     RunResult input = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--model-input", "stores"});
     CHECK(input.exit_code == 2);
     CHECK_THAT(input.err, Catch::StartsWith("error: --model-input: unknown cost-model input 'stores'"));

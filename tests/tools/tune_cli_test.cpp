@@ -69,7 +69,7 @@ pid_t spawn_tessel(const std::vector<std::string>& args, const std::string& log_
 
 }  // namespace
 
-TEST_CASE("tune: the trial budget counts over the log; reruns measure only the remainder", "[cli][tune]") {
+TEST_CASE("tune: the trial budget counts over the log, and reruns measure only the remainder", "[cli][tune]") {
   TempDir dir;
   std::string db = dir.file("log.db");
   RunResult first = tessel(tune_args(db, "18", {"--batch", "6"}));
@@ -135,6 +135,17 @@ TEST_CASE("tune: the trial budget counts over the log; reruns measure only the r
   CHECK(objective_of(records.back()) == "packsum");
   CHECK(input_of(records.back()) == "programs");
   std::vector<std::string> keys = step_keys(records);
+  CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
+
+  // A pairs model (relative scores against the round's reference programs) extends it too.
+  RunResult pairs = tessel(tune_args(db, "32", {"--batch", "6", "--model-input", "pairs"}));
+  INFO(pairs.err);
+  REQUIRE(pairs.exit_code == 0);
+  CHECK_THAT(pairs.out, Catch::Contains("6 candidates measured this session"));
+  records = trials_of(export_records(db));
+  REQUIRE(records.size() == 32);
+  CHECK(input_of(records.back()) == "pairs");
+  keys = step_keys(records);
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
 
   // A log without retimes (as written before they existed): a rerun at its budget measures no trial
@@ -227,6 +238,9 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--model-input", "stores"},
                 "stores"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
+                 "4", "--model-input", "pairs", "--objective", "packsum"},
+                "--objective packsum cannot train --model-input pairs"},
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
                  "4", "--model", dir.file("missing.json")},
                 "missing.json"},

@@ -286,10 +286,13 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   };
   // Brings the leaders of a task (and its default) up to options.retime_timings timings, or with
   // `spread` one timing nearer (none for a schedule timed in this round). Each pass can reveal a
-  // leader that was lucky, which lets the next schedule in; a few passes settle it.
+  // leader that was lucky, which lets the next schedule in; a few passes settle it (settling
+  // without `spread` goes on until the leaders hold their timings, at most 4 passes per leader: a
+  // pass re-times only schedules still owed timings).
   auto retime_leaders = [&](size_t t, bool spread) {
     TaskRun& run = runs[t];
-    for (int pass = 0; pass < options.retime_leaders; ++pass) {
+    const int passes = spread ? options.retime_leaders : 4 * options.retime_leaders;
+    for (int pass = 0; pass < passes; ++pass) {
       std::vector<ScheduleTimings::Retime> order =
           run.timings.retime_list(options.retime_leaders, options.retime_timings, spread);
       if (order.empty()) break;

@@ -487,7 +487,7 @@ TEST_CASE("verify: invalid lowered functions raise CompileError", "[lower][verif
 
 // --- lower() ----------------------------------------------------------------------------------------
 
-TEST_CASE("lower: dump prints one section per pass, and params are inputs then outputs", "[lower]") {
+TEST_CASE("lower: dump prints one section per pass and params are inputs then outputs", "[lower]") {
   ComputeDAG dag = matmul_dag(61, 7, 13);
   std::ostringstream dump;
   LowerOptions opts;

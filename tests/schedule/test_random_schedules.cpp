@@ -278,9 +278,11 @@ TEST_CASE("default schedule: inputs far larger than the caches are prefetched ro
       if (s.kind == StepKind::Prefetch) out.push_back(s);
     return out;
   };
+  // The rule, not the host: 16 float lanes (AVX-512), and 8 (AVX2) where it differs.
+  const CpuTargetSpec wide{16, 2}, narrow{8, 2};
   SECTION("softmax 8192x8192: exps, the pass after the max, fetches X at least a row ahead") {
     ComputeDAG dag = build_op("softmax", {{"rows", "8192"}, {"cols", "8192"}});
-    Trace t = default_schedule(dag, host_spec());
+    Trace t = default_schedule(dag, wide);
     std::vector<Step> p = prefetches_of(t);
     REQUIRE(p.size() == 1);
     CHECK(p[0].stage == "exps");
@@ -296,15 +298,21 @@ TEST_CASE("default schedule: inputs far larger than the caches are prefetched ro
   }
   SECTION("layernorm 16384x1024: the variance pass fetches X; gamma and beta are small") {
     ComputeDAG dag = build_op("layernorm", {{"rows", "16384"}, {"cols", "1024"}});
-    std::vector<Step> p = prefetches_of(default_schedule(dag, host_spec()));
+    std::vector<Step> p = prefetches_of(default_schedule(dag, wide));
     REQUIRE(p.size() == 1);
     CHECK(p[0].stage == "var_sum.rf");
     CHECK(p[0].tensor == "X");
   }
+  SECTION("with 8 lanes an iteration of exps' column loop fetches 32 bytes, under a cache line: no prefetch") {
+    ComputeDAG dag = build_op("softmax", {{"rows", "8192"}, {"cols", "8192"}});
+    CHECK(prefetches_of(default_schedule(dag, narrow)).empty());
+    ComputeDAG norm = build_op("layernorm", {{"rows", "16384"}, {"cols", "1024"}});
+    CHECK(prefetches_of(default_schedule(norm, narrow)).size() == 1);  // its reduction runs 4 chains of 8 lanes
+  }
   SECTION("small inputs are left to the caches") {
     for (const char* op : {"softmax", "layernorm", "rmsnorm", "reduce_sum"}) {
       ComputeDAG dag = build_op(op, {{"rows", "61"}, {"cols", "1000"}});
-      CHECK(prefetches_of(default_schedule(dag, host_spec())).empty());
+      CHECK(prefetches_of(default_schedule(dag, wide)).empty());
     }
   }
 }

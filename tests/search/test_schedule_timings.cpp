@@ -30,7 +30,7 @@ std::vector<std::string> names(const std::vector<ScheduleTimings::Retime>& list)
 
 }  // namespace
 
-TEST_CASE("schedule timings: best and default by the upper median, and ruled-out schedules never best",
+TEST_CASE("schedule timings: best and default by the upper median and ruled-out schedules never best",
           "[search][retime]") {
   ScheduleTimings t("default");
   CHECK(t.latencies().best_s == 0);

@@ -89,7 +89,7 @@ def main():
     X = X[:, X.std(0) > 0]  # constant columns say nothing
     print(f"{len(y)} programs of {len(keys)} workloads, {X.shape[1]} varying values each, {a.folds} folds, "
           f"{a.pairs} partners a program, {a.rounds} rounds of depth {a.depth}", flush=True)
-    rank, comp = [], []
+    rank, comp, both = [], [], []
     t = time.time()
     for fold in range(a.folds):
         test = group % a.folds == fold
@@ -98,16 +98,20 @@ def main():
         comparer = train_comparer(X, y, group, train_idx, a)
         for w in np.unique(group[test]):
             members = np.where(group == w)[0]
-            r = ranking_scores(ranker.predict(xgb.DMatrix(X[members])), y[members])
-            c = ranking_scores(borda(comparer, X, members, a.anchors, a.context), y[members])
+            rs = ranker.predict(xgb.DMatrix(X[members]))
+            cs = borda(comparer, X, members, a.anchors, a.context)
+            r, c = ranking_scores(rs, y[members]), ranking_scores(cs, y[members])
+            # the two models together: the mean of each program's rank under either
+            both.append(ranking_scores(np.argsort(np.argsort(rs)) + np.argsort(np.argsort(cs)), y[members]))
             rank.append(r)
             comp.append(c)
             if a.per_workload:
                 print(f"  {keys[w]:32s} {len(members):4d}  ranker {r[0]:.3f} / {r[1]:.3f}  comparer {c[0]:.3f} / {c[1]:.3f}")
         print(f"fold {fold}: so far ranker {np.mean(rank, 0)[0]:.3f} / {np.mean(rank, 0)[1]:.3f}, comparer "
               f"{np.mean(comp, 0)[0]:.3f} / {np.mean(comp, 0)[1]:.3f} ({time.time() - t:.0f} s)", flush=True)
-    r, c = np.mean(rank, 0), np.mean(comp, 0)
-    print(f"held out, mean over {len(rank)} workloads: ranker {r[0]:.3f} / {r[1]:.3f}, comparer {c[0]:.3f} / {c[1]:.3f}")
+    r, c, b = np.mean(rank, 0), np.mean(comp, 0), np.mean(both, 0)
+    print(f"held out, mean over {len(rank)} workloads: ranker {r[0]:.3f} / {r[1]:.3f}, comparer {c[0]:.3f} / {c[1]:.3f}, "
+          f"both (mean rank) {b[0]:.3f} / {b[1]:.3f}")
 
 
 if __name__ == "__main__":

@@ -212,12 +212,16 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   return o;
 }
 
+// Pack-sum fits one score per program, which a pairs model does not have.
+bool objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
+  return !(input == XGBoostModelOptions::Input::Pairs && objective == XGBoostModelOptions::Objective::PackSum);
+}
+
 bool options_valid(const XGBoostModelOptions& o) {
   return o.max_depth > 0 && o.eta > 0 && o.rounds_per_update > 0 && o.retrain_rounds > 0 &&
          o.max_trees >= o.retrain_rounds && o.nthread >= 0 && o.lambda >= 0 && o.min_child_weight >= 0 &&
          o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1 && o.pair_partners > 0 &&
-         o.anchors > 0 &&
-         !(o.input == XGBoostModelOptions::Input::Pairs && o.objective == XGBoostModelOptions::Objective::PackSum);
+         o.anchors > 0 && objective_fits_input(o.objective, o.input);
 }
 
 }  // namespace
@@ -391,7 +395,7 @@ const char* model_input_name(XGBoostModelOptions::Input input) {
 }
 
 void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
-  if (input == XGBoostModelOptions::Input::Pairs && objective == XGBoostModelOptions::Objective::PackSum)
+  if (!objective_fits_input(objective, input))
     throw InputError("--objective packsum cannot train --model-input pairs: a pairs model learns which of two "
                      "programs is faster, not a score per program (use --objective rank)");
 }
@@ -481,18 +485,19 @@ void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
   std::vector<int> groups = group_ids(samples_);
   Matrix m(packed.values, rows, packed.width);
 
+  impl_->boost(m, packed, labels, groups, options_.objective, begin_update(m.get()));
+}
+
+int XGBoostModel::begin_update(DMatrixHandle training) {
   const int trees = impl_->trees();
-  if (trees == 0 || trees + options_.rounds_per_update > options_.max_trees) {
-    impl_->create(options_, m.get());
-    impl_->boost(m, packed, labels, groups, options_.objective, options_.retrain_rounds);
-    ++retrains_;
-  } else {
-    impl_->boost(m, packed, labels, groups, options_.objective, options_.rounds_per_update);
-  }
+  if (trees > 0 && trees + options_.rounds_per_update <= options_.max_trees) return options_.rounds_per_update;
+  impl_->create(options_, training);
+  ++retrains_;
+  return options_.retrain_rounds;
 }
 
 // Input Pairs: pairs drawn afresh from all samples (the generator seeded by the options' seed and
-// the sample count, so training is deterministic), then trees fitted to them as update() does.
+// the sample count, so training is deterministic), then trees fitted to them as for the other inputs.
 void XGBoostModel::update_pairs() {
   std::vector<double> labels = normalized_throughput(samples_);
   std::vector<int> groups = group_ids(samples_);
@@ -507,14 +512,7 @@ void XGBoostModel::update_pairs() {
   values.reserve(pairs.pairs.size() * static_cast<size_t>(width));
   for (auto [a, b] : pairs.pairs) append_pair_row(summaries[a], summaries[b], values);
   Matrix m(values, pairs.pairs.size(), width);
-  const int trees = impl_->trees();
-  if (trees == 0 || trees + options_.rounds_per_update > options_.max_trees) {
-    impl_->create(options_, m.get());
-    impl_->boost_pairs(m, pairs.targets, options_.retrain_rounds);
-    ++retrains_;
-  } else {
-    impl_->boost_pairs(m, pairs.targets, options_.rounds_per_update);
-  }
+  impl_->boost_pairs(m, pairs.targets, begin_update(m.get()));
 }
 
 void XGBoostModel::save(const std::string& path) const {

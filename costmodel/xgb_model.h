@@ -109,6 +109,9 @@ class XGBoostModel : public CostModel {
  private:
   struct Impl;
   void update_pairs();
+  // The trees the next update adds: rounds_per_update, or, with no trees yet or past max_trees, a
+  // fresh booster (caching predictions for `training`) and retrain_rounds.
+  int begin_update(void* training);
   XGBoostModelOptions options_;
   std::unique_ptr<Impl> impl_;
   std::vector<TrainingSample> samples_;

@@ -279,22 +279,32 @@ static int run(int argc, char** argv) {
 
   double sum_pw = 0, sum_rec = 0;
   std::printf("%-18s %9s %10s %12s\n", "held out", "programs", "pairwise", "top-5% recall");
-  auto fold_of = [&](const std::string& key) {
-    return static_cast<int>(std::find(keys.begin(), keys.end(), key) - keys.begin()) % folds;
-  };
-  for (int fold = 0; fold < folds; ++fold) {
+  // Each round trains one model and ranks the workloads it held out: every workload alone, or with
+  // --folds the workloads of one fold together (the i-th workload is in fold i mod K).
+  std::vector<std::vector<std::string>> rounds;
+  for (size_t w = 0; w < keys.size(); ++w) {
+    const size_t round = folds > 0 ? w % static_cast<size_t>(folds) : w;
+    if (round == rounds.size()) rounds.emplace_back();
+    rounds[round].push_back(keys[w]);
+  }
+  for (const std::vector<std::string>& held : rounds) {
     std::vector<TrainingSample> train;
-    for (size_t i = 0; i < d.samples.size(); ++i)
-      if (fold_of(d.keys[i]) != fold) train.push_back(d.samples[i]);
+    std::vector<bool> ranked(d.samples.size(), false);
+    size_t seen = 0;
+    for (size_t i = 0; i < d.samples.size(); ++i) {
+      const bool mine = std::find(held.begin(), held.end(), d.keys[i]) != held.end();
+      if (self && !mine) continue;  // --self: the workload's even records train, its odd ones are ranked
+      if (mine && (!self || seen++ % 2 == 1)) ranked[i] = true;
+      else train.push_back(d.samples[i]);
+    }
     XGBoostModel model(options);
     model.update(train);
-    for (const std::string& k : keys) {
-      if (fold_of(k) != fold) continue;
+    for (const std::string& k : held) {
       std::vector<ProgramFeatures> test;
       std::vector<double> lat;
       std::vector<std::string> groups;
       for (size_t i = 0; i < d.samples.size(); ++i)
-        if (d.keys[i] == k) {
+        if (ranked[i] && d.keys[i] == k) {
           test.push_back(d.samples[i].features);
           lat.push_back(d.samples[i].latency_s);
           groups.push_back(d.samples[i].group);
@@ -305,30 +315,6 @@ static int run(int argc, char** argv) {
       sum_pw += m.pairwise_accuracy;
       sum_rec += m.top_recall;
     }
-  }
-  for (const std::string& k : folds > 0 ? std::vector<std::string>{} : keys) {
-    std::vector<TrainingSample> train;
-    std::vector<ProgramFeatures> test;
-    std::vector<double> lat;
-    std::vector<std::string> groups;
-    size_t seen = 0;
-    for (size_t i = 0; i < d.samples.size(); ++i) {
-      if (self && d.keys[i] != k) continue;
-      if (d.keys[i] == k && (!self || seen++ % 2 == 1)) {
-        test.push_back(d.samples[i].features);
-        lat.push_back(d.samples[i].latency_s);
-        groups.push_back(d.samples[i].group);
-      } else {
-        train.push_back(d.samples[i]);
-      }
-    }
-    XGBoostModel model(options);
-    model.update(train);
-    RankingMetrics m = evaluate_ranking(model.predict(test), lat, groups);
-    std::printf("%-18s %9zu %10.3f %12.3f\n", k.c_str(), test.size(), m.pairwise_accuracy, m.top_recall);
-    std::fflush(stdout);
-    sum_pw += m.pairwise_accuracy;
-    sum_rec += m.top_recall;
   }
   std::printf("%-18s %9s %10.3f %12.3f\n", "mean", "", sum_pw / keys.size(), sum_rec / keys.size());
   return 0;

@@ -53,6 +53,15 @@ def program_summaries(dump):
     return X, y, group, keys
 
 
+def workload_folds(group, folds):
+    """Workloads held out in `folds` folds, a workload in fold (its index in `keys`) mod `folds`: per fold,
+    (train, test) — the mask of the programs of the other folds' workloads, and for each workload of this
+    fold the indices of its programs."""
+    for fold in range(folds):
+        in_fold = group % folds == fold
+        yield ~in_fold, [np.where(group == w)[0] for w in np.unique(group[in_fold])]
+
+
 def train_ranker(X, latency, group, objective="pairwise", rounds=200):
     """XGBoost `rank:<objective>` trees (depth 6, eta 0.1) on the programs X of the workloads `group`,
     labelled within each workload by their latency rank (1 = fastest) or, for ndcg, graded by the

@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 import xgboost as xgb
 
-from common import Dump, program_summaries, ranking_scores, train_ranker
+from common import Dump, program_summaries, ranking_scores, train_ranker, workload_folds
 
 
 def main():
@@ -37,16 +37,14 @@ def main():
     usable = position < a.records if a.records > 0 else np.ones(len(y), dtype=bool)
     for frac in (float(f) for f in a.fractions.split(",")):
         scores, sizes = [], []
-        for fold in range(a.folds):
-            test = group % a.folds == fold
-            others = np.unique(group[~test])
+        for train, test in workload_folds(group, a.folds):
+            others = np.unique(group[train])
             for _ in range(a.reps if frac < 1 else 1):
                 pick = rng.choice(others, size=max(1, int(round(frac * len(others)))), replace=False)
                 sizes.append(len(pick))
                 m = np.isin(group, pick) & usable
                 ranker = train_ranker(X[m], y[m], group[m])
-                for w in np.unique(group[test]):
-                    members = np.where(group == w)[0]
+                for members in test:
                     scores.append(ranking_scores(ranker.predict(xgb.DMatrix(X[members])), y[members]))
         s = np.mean(scores, 0)
         print(f"{frac:.2f} of the others ({np.mean(sizes):.0f} training workloads): {s[0]:.3f} / {s[1]:.3f}", flush=True)

@@ -25,7 +25,7 @@ import time
 import numpy as np
 import xgboost as xgb
 
-from common import Dump, program_summaries, ranking_scores, train_ranker
+from common import Dump, program_summaries, ranking_scores, train_ranker, workload_folds
 
 
 def pair_rows(X, a, b, context=True):
@@ -91,13 +91,10 @@ def main():
           f"{a.pairs} partners a program, {a.rounds} rounds of depth {a.depth}", flush=True)
     rank, comp, both = [], [], []
     t = time.time()
-    for fold in range(a.folds):
-        test = group % a.folds == fold
-        train_idx = np.where(~test)[0]
-        ranker = train_ranker(X[~test], y[~test], group[~test])
-        comparer = train_comparer(X, y, group, train_idx, a)
-        for w in np.unique(group[test]):
-            members = np.where(group == w)[0]
+    for fold, (train, test) in enumerate(workload_folds(group, a.folds)):
+        ranker = train_ranker(X[train], y[train], group[train])
+        comparer = train_comparer(X, y, group, np.where(train)[0], a)
+        for members in test:
             rs = ranker.predict(xgb.DMatrix(X[members]))
             cs = borda(comparer, X, members, a.anchors, a.context)
             r, c = ranking_scores(rs, y[members]), ranking_scores(cs, y[members])
@@ -106,7 +103,7 @@ def main():
             rank.append(r)
             comp.append(c)
             if a.per_workload:
-                print(f"  {keys[w]:32s} {len(members):4d}  ranker {r[0]:.3f} / {r[1]:.3f}  comparer {c[0]:.3f} / {c[1]:.3f}")
+                print(f"  {keys[group[members[0]]]:32s} {len(members):4d}  ranker {r[0]:.3f} / {r[1]:.3f}  comparer {c[0]:.3f} / {c[1]:.3f}")
         print(f"fold {fold}: so far ranker {np.mean(rank, 0)[0]:.3f} / {np.mean(rank, 0)[1]:.3f}, comparer "
               f"{np.mean(comp, 0)[0]:.3f} / {np.mean(comp, 0)[1]:.3f} ({time.time() - t:.0f} s)", flush=True)
     r, c, b = np.mean(rank, 0), np.mean(comp, 0), np.mean(both, 0)

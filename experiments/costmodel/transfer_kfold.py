@@ -19,23 +19,18 @@ import time
 import numpy as np
 import xgboost as xgb
 
-from common import Dump, program_summaries, ranking_scores, train_ranker
+from common import Dump, program_summaries, ranking_scores, train_ranker, workload_folds
 
 
 def evaluate(X, y, group, own, folds):
     results = []
-    for fold in range(folds):
-        test_wl = np.unique(group[group % folds == fold])
-        train = group % folds != fold
-        scored = np.zeros(len(group), bool)
-        for w in test_wl:
-            idx = np.where(group == w)[0]
-            scored[idx[1::2]] = True
+    for train, test in workload_folds(group, folds):
+        for idx in test:
             train[idx[0::2][:own]] = True
         booster = train_ranker(X[train], y[train], group[train])
-        for w in test_wl:
-            m = (group == w) & scored
-            results.append(ranking_scores(booster.predict(xgb.DMatrix(X[m])), y[m]))
+        for idx in test:
+            scored = idx[1::2]
+            results.append(ranking_scores(booster.predict(xgb.DMatrix(X[scored])), y[scored]))
     return np.mean(results, 0), len(results)
 
 

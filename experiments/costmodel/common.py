@@ -2,6 +2,8 @@
 writes, training an XGBoost ranker on it, and the two figures `tessel model eval` prints
 (costmodel/ranking_metrics.cpp). Needs python3-numpy and python3-xgboost (Debian)."""
 import csv
+import gzip
+import json
 import math
 
 import numpy as np
@@ -51,6 +53,19 @@ def program_summaries(dump):
     y = np.array([dump.latency[p] for p in programs])
     group = np.array([keys.index(dump.workload[p]) for p in programs])
     return X, y, group, keys
+
+
+def read_log(paths):
+    """The records of `tessel db export` files (JSON lines, plain or gzipped), one dict each."""
+    for path in paths:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            for line in f:
+                yield json.loads(line)
+
+
+def latency_spread(latencies):
+    """How far apart a workload's programs are: the 90th over the 10th percentile of their latencies."""
+    return np.percentile(latencies, 90) / np.percentile(latencies, 10)
 
 
 def workload_folds(group, folds):

@@ -9,27 +9,25 @@ export (`tessel db export`), not a log cut to medians.
 usage: timing_halves.py EXPORT.jsonl [EXPORT.jsonl ...]
 """
 import collections
-import json
 import sys
 
 import numpy as np
 
+from common import latency_spread, read_log
+
 
 def main():
     halves = collections.defaultdict(list)
-    for path in sys.argv[1:]:
-        with open(path) as f:
-            for line in f:
-                r = json.loads(line)
-                s = np.array(r.get("samples_s") or [])
-                if r.get("error") == "ok" and len(s) >= 4:
-                    halves[r["workload"]["key"]].append((np.median(s[0::2]), np.median(s[1::2]), np.median(s)))
+    for r in read_log(sys.argv[1:]):
+        s = np.array(r.get("samples_s") or [])
+        if r.get("error") == "ok" and len(s) >= 4:
+            halves[r["workload"]["key"]].append((np.median(s[0::2]), np.median(s[1::2]), np.median(s)))
     rows = []
     for key, v in halves.items():
         a, b, m = (np.array(x) for x in zip(*v))
         i, j = np.triu_indices(len(v), 1)
         agree = np.mean(np.sign(a[i] - a[j]) == np.sign(b[i] - b[j]))
-        rows.append((agree, np.percentile(m, 90) / np.percentile(m, 10), len(v), key))
+        rows.append((agree, latency_spread(m), len(v), key))
     for agree, spread, n, key in sorted(rows):
         print(f"{key}  {n:4d} records  halves agree {agree:.3f}  p90/p10 {spread:.2f}")
     print(f"mean over {len(rows)} workloads: halves agree {np.mean([r[0] for r in rows]):.3f}")

@@ -4,8 +4,12 @@
 //    fusion. The output (or the contraction's cache_write local stage's consumer) is tiled twice per
 //    spatial axis (S S), its outer levels fused and run in parallel; the contraction is computed
 //    inside an output tile and tiled again (S R S R S: outer spatial, outer reduction, register
-//    rows, inner reduction, register tile innermost, vectorized). Elementwise epilogues are inlined
-//    into the output; padding is inlined or computed up front.
+//    rows, inner reduction, register tile innermost, vectorized). Optionally the operand read along
+//    the vectorized axis (matmul's B[k, j]) is packed: copied into a contiguous local tile once per
+//    outer tile of the axes it uses, reused across the outer tiles of the others (as BLAS packs its
+//    panels; unpacked, a 16-float strip of B[k, j] steps 4 KiB a row and every row lands in the
+//    same L1 set). Elementwise epilogues are inlined into the output; padding is inlined or
+//    computed up front.
 //  - row reduction (softmax, layernorm, rmsnorm, reduce_sum ...): rows in parallel in groups, each
 //    reduction vectorized through rfactor into chains x lanes partial results (or left serial),
 //    the row's producers computed per row group, expensive shared stages inlined or computed once,
@@ -23,6 +27,7 @@ namespace {
 // auto_unroll_max_step values (Ansor also tries 512 on the CPU; here it mostly buys compile time).
 const std::vector<int64_t> kUnrollSteps = {0, 16, 64};
 constexpr int64_t kMaxUnrolledTile = 32;  // register tile rows unrolled around the vector loop
+constexpr int64_t kMaxPackBytes = 256 << 10;  // a packed operand tile stays within a core's L2
 
 bool is_expensive(const Expr& e) {
   if (e->op == ExprOp::Call && e->math_fn() != MathFn::Abs && e->math_fn() != MathFn::Sqrt) return true;
@@ -231,9 +236,16 @@ class SketchSteps {
         r0.push_back(ax);
       }
     }
+    // Packing reorders the outer spatial tiles: the packed operand's axes first, it is packed at
+    // the last of them, and the other axes' tiles below reuse the packed copy.
+    std::string packed, pack_loop;
+    if (d_.choose(compute + ".pack", {0, 1}, DecisionKind::Structure) == 1)
+      choose_packing(compute, spatial, reduce, extents, s0, packed, pack_loop);
     std::vector<std::string> order;
     for (auto* group : {&s0, &r0, &s1, &r1, &s2}) order.insert(order.end(), group->begin(), group->end());
     apply(reorder_step(compute, order));
+    if (!packed.empty() && apply(cache_read_step(packed, MemScope::Local, {compute})))
+      apply(compute_at_step(cache_stage_name(packed, MemScope::Local), compute, pack_loop));
     // The register tile's outer loops unrolled, when the unrolled body stays small.
     int64_t unrolled = 1;
     for (size_t k = 0; k + 1 < s2.size(); ++k) unrolled *= extent(compute, s2[k]);
@@ -242,6 +254,38 @@ class SketchSteps {
     apply(annotate_step(compute, s2.back(), Annotation::Vectorize));
     apply(pragma_step(compute, order.front(), "auto_unroll_max_step",
                       d_.choose(compute + ".auto_unroll", kUnrollSteps, DecisionKind::Unroll)));
+  }
+
+  // The operand to pack: a read along the last spatial axis (the vectorized one) that misses
+  // another axis with an outer tile (so the packed copy is reused), whose tile (its spatial axes'
+  // inner lengths, its reduction axes whole) fits kMaxPackBytes. On success sets `tensor` and
+  // `loop` and moves the read's outer tiles to the front of `s0`.
+  void choose_packing(const std::string& compute, const std::vector<std::string>& spatial,
+                      const std::vector<std::string>& reduce, const std::vector<int64_t>& extents,
+                      std::vector<std::string>& s0, std::string& tensor, std::string& loop) const {
+    if (spatial.empty()) return;
+    const Operation& op = b_.state().op(compute);
+    for (const Expr& read : tensor_reads(op.body)) {
+      if (!read_uses_axis(read, spatial.back())) continue;
+      std::vector<std::string> used, unused;
+      int64_t bytes = 4;
+      for (size_t a = 0; a < extents.size(); ++a) {
+        const std::string& ax = a < spatial.size() ? spatial[a] : reduce[a - spatial.size()];
+        if (!read_uses_axis(read, ax)) continue;
+        bool outer = a < spatial.size() && std::find(s0.begin(), s0.end(), ax + ".0") != s0.end();
+        bytes *= outer ? extent(compute, ax + ".1") * extent(compute, ax + ".2") : extents[a];
+      }
+      for (const std::string& l : s0) {
+        const std::string ax = l.substr(0, l.size() - 2);
+        (read_uses_axis(read, ax) ? used : unused).push_back(l);
+      }
+      if (used.empty() || unused.empty() || bytes > kMaxPackBytes) continue;
+      tensor = read->name;
+      loop = used.back();
+      s0 = used;
+      s0.insert(s0.end(), unused.begin(), unused.end());
+      return;
+    }
   }
 
   // Rows in parallel, `group` rows per task (the row loop split when group > 1); returns the loop

@@ -23,7 +23,7 @@ int host_vector_lanes();
 
 struct LLVMOptions {
   int opt_level = 3;
-  bool fast_math = false;  // off by default: results must match the reference interpreter
+  bool fast_math = false;  // off by default (only FMA contraction): results must match the reference interpreter
 };
 
 // A compiled kernel: `run(args)` calls `void name(void** args)`.

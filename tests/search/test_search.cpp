@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "codegen/llvm/llvm_backend.h"
@@ -119,6 +120,68 @@ TEST_CASE("sampled tiles include non-divisible lengths and stay within the loop"
     }
   }
   CHECK(non_divisible);
+}
+
+TEST_CASE("CPU contraction sketch: a packed operand is copied to a local tile and computes right",
+          "[search][sketch]") {
+  const std::vector<OpCase> cases = {
+      {"matmul", {{"M", "61"}, {"N", "127"}, {"K", "771"}}},
+      {"dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "gelu"}}},
+      {"batch_matmul", {{"B", "3"}, {"M", "7"}, {"N", "13"}, {"K", "61"}}},
+      {"conv2d", {{"N", "1"}, {"C", "3"}, {"H", "7"}, {"W", "13"}, {"F", "5"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                  {"stride", "2"}, {"bias", "1"}, {"act", "relu"}}},
+  };
+  for (const OpCase& c : cases) {
+    ComputeDAG dag = build_op(c.op, c.params);
+    HostTensors inputs = make_random_inputs(dag, 5);
+    ReferenceTensors reference = evaluate_reference(dag, inputs);
+    Sketch sketch = cpu_sketches(dag, host_spec()).at(0);
+    int packed = 0;
+    for (uint64_t seed = 0; seed < 24; ++seed) {
+      Decider sampler(seed);
+      std::vector<TraceDecision> decisions = apply_sketch(sketch, dag, sampler).trace.decisions;
+      auto pack = std::find_if(decisions.begin(), decisions.end(), [](const TraceDecision& d) {
+        return d.name.size() > 5 && d.name.compare(d.name.size() - 5, 5, ".pack") == 0;
+      });
+      REQUIRE(pack != decisions.end());
+      pack->values = {1};
+      Decider replayer(seed, decisions);
+      Trace trace = apply_sketch(sketch, dag, replayer).trace;
+      CAPTURE(c.op, seed, trace_to_json(trace));
+      auto read = std::find_if(trace.steps.begin(), trace.steps.end(),
+                               [](const Step& s) { return s.kind == StepKind::CacheRead; });
+      if (read != trace.steps.end()) {
+        ++packed;
+        CHECK(read->scope == MemScope::Local);
+        // Placed inside the contraction right after the copy is made.
+        REQUIRE(read + 1 != trace.steps.end());
+        CHECK((read + 1)->kind == StepKind::ComputeAt);
+        CHECK((read + 1)->stage == cache_stage_name(read->stage, MemScope::Local));
+      }
+      CHECK(check_cpu_kernel(build_cpu_kernel(dag, trace), inputs, reference, dag).correct);
+    }
+    INFO(c.op);
+    CHECK(packed > 0);
+  }
+  // The copy is made when it fits 256 KiB: B's 64-column tile is 64 KiB with K = 256, 1 MiB with K = 4096.
+  for (int64_t k : {256, 4096}) {
+    ComputeDAG dag = build_op("matmul", {{"M", "64"}, {"N", "512"}, {"K", std::to_string(k)}});
+    Sketch sketch = cpu_sketches(dag, host_spec()).at(0);
+    Decider sampler(3);
+    std::vector<TraceDecision> decisions = apply_sketch(sketch, dag, sampler).trace.decisions;
+    const std::map<std::string, std::vector<int64_t>> forced = {
+        {"C/i", {64, 1}},      {"C/j", {512, 1}},         {"C.parallel", {0}}, {"C.local.at", {0}},
+        {"C.local/i", {1, 4}}, {"C.local/j", {4, 16}}, {"C.local.pack", {1}}};
+    for (TraceDecision& d : decisions)
+      if (forced.count(d.name)) d.values = forced.at(d.name);
+    Decider replayer(3, decisions);
+    Trace trace = apply_sketch(sketch, dag, replayer).trace;
+    CAPTURE(k, trace_to_json(trace));
+    CHECK(has_split(trace, "j", {4, 16}));
+    bool copied = std::any_of(trace.steps.begin(), trace.steps.end(),
+                              [](const Step& s) { return s.kind == StepKind::CacheRead && s.stage == "B"; });
+    CHECK(copied == (k == 256));
+  }
 }
 
 TEST_CASE("search proposals compute what the reference interpreter computes", "[search][property]") {

@@ -267,17 +267,15 @@ class SketchSteps {
     const Operation& op = b_.state().op(compute);
     for (const Expr& read : tensor_reads(op.body)) {
       if (!read_uses_axis(read, spatial.back())) continue;
-      std::vector<std::string> used, unused;
+      std::vector<std::string> used, unused;  // the outer tiles (s0, in order) the read indexes, the others
       int64_t bytes = 4;
       for (size_t a = 0; a < extents.size(); ++a) {
-        const std::string& ax = a < spatial.size() ? spatial[a] : reduce[a - spatial.size()];
-        if (!read_uses_axis(read, ax)) continue;
-        bool outer = a < spatial.size() && std::find(s0.begin(), s0.end(), ax + ".0") != s0.end();
-        bytes *= outer ? extent(compute, ax + ".1") * extent(compute, ax + ".2") : extents[a];
-      }
-      for (const std::string& l : s0) {
-        const std::string ax = l.substr(0, l.size() - 2);
-        (read_uses_axis(read, ax) ? used : unused).push_back(l);
+        const bool is_spatial = a < spatial.size();
+        const std::string& ax = is_spatial ? spatial[a] : reduce[a - spatial.size()];
+        const bool outer = is_spatial && std::find(s0.begin(), s0.end(), ax + ".0") != s0.end();
+        const bool uses = read_uses_axis(read, ax);
+        if (outer) (uses ? used : unused).push_back(ax + ".0");
+        if (uses) bytes *= outer ? extent(compute, ax + ".1") * extent(compute, ax + ".2") : extents[a];
       }
       if (used.empty() || unused.empty() || bytes > kMaxPackBytes) continue;
       tensor = read->name;

@@ -82,6 +82,7 @@ std::optional<std::string> validate_record(const MeasureRecord& r) {
   if (!finite(r.workload.flops)) return "workload flops is not finite";
   if (!finite(r.median_s)) return "median_s is not finite";
   if (!finite(r.build_s) || !finite(r.run_s)) return "build_s or run_s is not finite";
+  if (!finite(r.reference_s) || r.reference_s < 0) return "reference_s is not a finite latency (0 or more)";
   for (double s : r.samples_s) {
     if (!finite(s)) return "a latency sample is not finite";
   }
@@ -129,6 +130,8 @@ int64_t record_checksum(const MeasureRecord& r) {
   // Hashed only when not a trial, so that the checksums of logs written before retimes existed
   // (schema version 2) stay valid.
   if (r.purpose != RecordPurpose::Trial) h.text(to_string(r.purpose));
+  // Likewise only when there is one (schema version 3 had none).
+  if (r.reference_s != 0) h.number(r.reference_s);
   return h.value();
 }
 
@@ -144,7 +147,7 @@ std::string samples_to_json(const std::vector<double>& samples) {
   "r.error_code, r.error_message, r.build_s, r.run_s, r.settings_json, r.timestamp, r.checksum"
 #define TESSEL_RECORD_JOINS \
   " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id"
-const char* const kRecordSelect = TESSEL_RECORD_COLUMNS ", r.purpose" TESSEL_RECORD_JOINS;
+const char* const kRecordSelect = TESSEL_RECORD_COLUMNS ", r.purpose, r.reference_s" TESSEL_RECORD_JOINS;
 const char* const kRecordSelectV2 = TESSEL_RECORD_COLUMNS TESSEL_RECORD_JOINS;
 #undef TESSEL_RECORD_COLUMNS
 #undef TESSEL_RECORD_JOINS
@@ -168,6 +171,7 @@ RecordRow read_record_row(const Statement& s) {
   r.timestamp = s.column_text(19);
   row.stored_checksum = s.column_int(20);
   std::string purpose = s.column_count() > 21 ? s.column_text(21) : "trial";
+  r.reference_s = s.column_count() > 22 ? s.column_double(22) : 0;
 
   std::string where = "record " + std::to_string(r.id) + ": ";
   auto parsed = nlohmann::json::parse(samples, nullptr, /*allow_exceptions=*/false);
@@ -295,13 +299,14 @@ int64_t insert_record(Connection& conn, const MeasureRecord& r, int64_t workload
   stored.timestamp = timestamp;
   Statement stmt = conn.prepare(
       "INSERT INTO records(workload_id, target_id, session_id, trace_json, samples_json, median_s, "
-      "error_code, error_message, build_s, run_s, settings_json, timestamp, checksum, purpose) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+      "error_code, error_message, build_s, run_s, settings_json, timestamp, checksum, purpose, reference_s) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   stmt.bind(1, workload).bind(2, target).bind(3, session);
   stmt.bind(4, r.trace_json).bind(5, samples_to_json(r.samples_s)).bind(6, canonical(r.median_s));
   stmt.bind(7, std::string_view(to_string(r.error))).bind(8, r.error_message);
   stmt.bind(9, canonical(r.build_s)).bind(10, canonical(r.run_s)).bind(11, r.settings_json);
   stmt.bind(12, timestamp).bind(13, record_checksum(stored)).bind(14, std::string_view(to_string(r.purpose)));
+  stmt.bind(15, canonical(r.reference_s));
   stmt.run();
   return conn.query_int("SELECT last_insert_rowid()");
 }
@@ -312,12 +317,12 @@ bool has_identical_record(Connection& conn, const MeasureRecord& r, int64_t work
       "SELECT 1 FROM records WHERE checksum = ?1 AND workload_id = ?2 AND target_id = ?3 AND "
       "trace_json = ?4 AND samples_json = ?5 AND median_s = ?6 AND error_code = ?7 AND "
       "error_message = ?8 AND build_s = ?9 AND run_s = ?10 AND settings_json = ?11 AND "
-      "timestamp = ?12 AND purpose = ?13 LIMIT 1");
+      "timestamp = ?12 AND purpose = ?13 AND reference_s = ?14 LIMIT 1");
   stmt.bind(1, record_checksum(r)).bind(2, workload).bind(3, target);
   stmt.bind(4, r.trace_json).bind(5, samples_to_json(r.samples_s)).bind(6, canonical(r.median_s));
   stmt.bind(7, std::string_view(to_string(r.error))).bind(8, r.error_message);
   stmt.bind(9, canonical(r.build_s)).bind(10, canonical(r.run_s)).bind(11, r.settings_json);
-  stmt.bind(12, r.timestamp).bind(13, std::string_view(to_string(r.purpose)));
+  stmt.bind(12, r.timestamp).bind(13, std::string_view(to_string(r.purpose))).bind(14, canonical(r.reference_s));
   return stmt.step();
 }
 

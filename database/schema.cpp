@@ -70,8 +70,14 @@ void migrate_2_to_3(Connection& conn) {
   conn.exec("ALTER TABLE records ADD COLUMN purpose TEXT NOT NULL DEFAULT 'trial'");
 }
 
+void migrate_3_to_4(Connection& conn) {
+  // No record had a yardstick before; the checksum covers reference_s only when it is not 0.
+  conn.exec("ALTER TABLE records ADD COLUMN reference_s REAL NOT NULL DEFAULT 0");
+}
+
 // kMigrations[v] takes a file from version v to v + 1.
-const std::function<void(Connection&)> kMigrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
+const std::function<void(Connection&)> kMigrations[] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
+                                                        migrate_3_to_4};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 struct TableColumns {
@@ -86,7 +92,8 @@ const std::vector<TableColumns>& expected_columns() {
       {"sessions", {"id", "start_time", "options_json", "tool_version", "host", "label"}},
       {"records",
        {"id", "workload_id", "target_id", "session_id", "trace_json", "samples_json", "median_s",
-        "error_code", "error_message", "build_s", "run_s", "settings_json", "timestamp", "checksum", "purpose"}},
+        "error_code", "error_message", "build_s", "run_s", "settings_json", "timestamp", "checksum", "purpose",
+        "reference_s"}},
   };
   return tables;
 }

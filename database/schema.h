@@ -14,7 +14,8 @@ namespace tessel::db {
 //   1  workloads, targets, sessions, records (the first prototype's layout)
 //   2  adds records.checksum and the indexes for best-per-(workload, target) and duplicate lookup
 //   3  adds records.purpose ('trial' or 'retime'); every older record is a trial
-constexpr int64_t kSchemaVersion = 3;
+//   4  adds records.reference_s (a retime's yardstick, see MeasureRecord); 0 in every older record
+constexpr int64_t kSchemaVersion = 4;
 // PRAGMA application_id of every tessel log: the bytes "TESL". A file without it is not ours.
 constexpr int64_t kApplicationId = 0x5445534C;
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "database/record_rows.h"
@@ -43,47 +44,39 @@ std::vector<MeasureRecord> read_sound_records(db::Statement& stmt, const std::st
   return result;
 }
 
-// best(): Ok records are visited fastest first; a schedule (trace) met for the first time is ranked
-// by latency_estimate over its Ok records, unless one of its records disqualifies() it. Every schedule not
-// yet visited has no record faster than the current one, so no estimate of its can be lower: the
-// walk stops as soon as the current median reaches the best estimate found.
+// best(): every record of the pair, grouped by schedule. A schedule with a record that disqualifies()
+// it is out; the others are ranked by latency_estimate over their Ok records' scaled_latency, the
+// level being that of all the pair's references (so one pass collects them before any is ranked).
 std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int64_t target) {
-  db::Statement fastest = conn.prepare(
-      (std::string(db::kRecordSelect) +
-       " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_code = 'ok' ORDER BY r.median_s, r.id")
-          .c_str());
-  db::Statement same_trace = conn.prepare(
-      (std::string(db::kRecordSelect) +
-       " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.trace_json = ?3 ORDER BY r.id")
-          .c_str());
-  fastest.bind(1, workload).bind(2, target);
+  db::Statement all = conn.prepare(
+      (std::string(db::kRecordSelect) + " WHERE r.workload_id = ?1 AND r.target_id = ?2 ORDER BY r.id").c_str());
+  all.bind(1, workload).bind(2, target);
+  struct Schedule {
+    std::vector<MeasureRecord> ok;
+    bool ruled_out = false;
+  };
+  std::map<std::string, Schedule> schedules;
+  std::vector<double> references;
+  for (MeasureRecord& r : read_sound_records(all, conn.path())) {
+    Schedule& s = schedules[r.trace_json];
+    if (disqualifies(r.error)) s.ruled_out = true;
+    if (r.error != ErrorCode::Ok) continue;
+    if (r.reference_s > 0) references.push_back(r.reference_s);
+    s.ok.push_back(std::move(r));
+  }
+  const double level = latency_estimate(references);
   std::optional<MeasureRecord> best;
   double best_estimate = 0;
-  std::set<std::string> visited;
-  while (fastest.step()) {
-    db::RecordRow row = db::read_record_row(fastest);
-    if (row.problem) {
-      throw DatabaseError("tuning log '" + conn.path() + "': " + *row.problem + "; run `tessel db check --db " +
-                          conn.path() + "`");
-    }
-    if (best && row.record.median_s >= best_estimate) break;
-    if (!visited.insert(row.record.trace_json).second) continue;
-    same_trace.bind(1, workload).bind(2, target).bind(3, row.record.trace_json);
-    std::vector<MeasureRecord> timings = read_sound_records(same_trace, conn.path());
-    same_trace.reset();
-    if (std::any_of(timings.begin(), timings.end(), [](const MeasureRecord& r) { return disqualifies(r.error); }))
-      continue;
-    std::vector<MeasureRecord> ok;
-    std::copy_if(timings.begin(), timings.end(), std::back_inserter(ok),
-                 [](const MeasureRecord& r) { return r.error == ErrorCode::Ok; });
-    std::vector<double> medians;
-    for (const MeasureRecord& r : ok) medians.push_back(r.median_s);
-    double estimate = latency_estimate(medians);
-    if (!best || estimate < best_estimate) {
-      best_estimate = estimate;
-      // The record whose median is the estimate (the first such one).
-      best = *std::find_if(ok.begin(), ok.end(), [&](const MeasureRecord& r) { return r.median_s == estimate; });
-    }
+  for (auto& [trace, s] : schedules) {
+    if (s.ruled_out || s.ok.empty()) continue;
+    std::vector<double> scaled;
+    for (const MeasureRecord& r : s.ok) scaled.push_back(scaled_latency(r.median_s, r.reference_s, level));
+    double estimate = latency_estimate(scaled);
+    // Ties go to the schedule recorded first, as they did when the fastest records were walked first.
+    if (best && (estimate > best_estimate || (estimate == best_estimate && s.ok.front().id > best->id))) continue;
+    best_estimate = estimate;
+    // The record whose scaled latency is the estimate (the first such one).
+    best = s.ok[static_cast<size_t>(std::find(scaled.begin(), scaled.end(), estimate) - scaled.begin())];
   }
   return best;
 }
@@ -103,6 +96,10 @@ double latency_estimate(std::vector<double> medians) {
   auto upper = medians.begin() + medians.size() / 2;
   std::nth_element(medians.begin(), upper, medians.end());
   return *upper;
+}
+
+double scaled_latency(double median_s, double reference_s, double level) {
+  return reference_s > 0 && level > 0 ? median_s * level / reference_s : median_s;
 }
 
 bool disqualifies(ErrorCode error) { return error == ErrorCode::WrongAnswer || error == ErrorCode::RuntimeError; }

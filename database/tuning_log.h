@@ -62,7 +62,14 @@ std::optional<RecordPurpose> record_purpose_from_string(std::string_view text);
 
 // What replay ranks a schedule by, from the medians of its Ok records (the trial and its retimes):
 // the upper median (for two timings, the slower one). A schedule timed once is ranked by that timing.
+// The medians are each record's scaled_latency: see MeasureRecord::reference_s.
 double latency_estimate(std::vector<double> medians);
+
+// A record timed against the yardstick (reference_s > 0) counts as median_s * level / reference_s:
+// what it would have read with the machine as fast as it usually is for this (workload, target),
+// `level` being the latency_estimate of every reference of the pair's Ok records. A record without
+// a reference, or a pair without any, counts as its median.
+double scaled_latency(double median_s, double reference_s, double level);
 
 // Whether a record with this outcome rules its schedule out of replay, whatever its other records
 // say: it computed a wrong answer or crashed at least once. (A timeout or a failed build of a
@@ -85,6 +92,11 @@ struct MeasureRecord {
   int64_t session_id = 0;     // 0: the session of this handle (begun on demand)
   int64_t id = 0;             // assigned by append; ignored on input
   RecordPurpose purpose = RecordPurpose::Trial;
+  // The yardstick of a retime (0: none). A shared machine's speed swings between moments by more
+  // than its schedules differ, so the tuner times the task's default schedule right before and after
+  // each schedule it re-times; this is the lower of those two medians (a moment's slow-down only
+  // lengthens a timing). Replay ranks by median_s relative to it: see scaled_latency.
+  double reference_s = 0;
 };
 
 // Result of import_jsonl / merge. Each error names the source and line (or record) and the problem;
@@ -125,8 +137,8 @@ class TuningLog {
   std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
 
   // Replay: the schedule (trace) of (workload key, target) with the lowest latency_estimate over the
-  // medians of its Ok records. A schedule with a record that disqualifies() it (a wrong answer or a
-  // crash, in its trial or a retime) is never returned. The record returned is the one whose median is the estimate.
+  // scaled_latency of its Ok records. A schedule with a record that disqualifies() it (a wrong answer or a
+  // crash, in its trial or a retime) is never returned. The record returned is the one whose scaled latency is the estimate.
   // nullopt when there is none (callers then say "no tuned schedule for workload K on target T").
   // Throws DatabaseError if a record it reads fails its checksum, so a damaged log is never
   // silently misread.

@@ -11,6 +11,9 @@
 // of importing it as a trial. A line without "purpose" is a trial; trials keep "v":1, so exports
 // written before retimes existed and exports of logs without retimes are unchanged. A version 1
 // line with "purpose" (written by tessel 64bafa9 to 5282ecd) is read by its purpose.
+// A record timed against the yardstick also carries "reference_s" (MeasureRecord::reference_s), in
+// either version; a line without it has none. A tessel that predates it ignores the field, and
+// then ranks the record by its raw median, as it ranked every record.
 // Trace, options and settings are carried as strings, not parsed JSON, so their bytes come back
 // exactly as stored. Record and session ids are local to a file and not exported.
 #include <istream>
@@ -74,6 +77,7 @@ json to_line(const MeasureRecord& r, const SessionInfo& s) {
       {"settings_json", r.settings_json},
       {"timestamp", r.timestamp},
   };
+  if (r.reference_s != 0) line["reference_s"] = r.reference_s;
   if (r.purpose != RecordPurpose::Trial) {
     line["purpose"] = to_string(r.purpose);
     line["v"] = kRetimeFormatVersion;
@@ -168,6 +172,7 @@ ImportItem from_line(const std::string& line) {
     if (!p) throw LineError{"field 'purpose' must be \"trial\" or \"retime\", not '" + purpose + "'"};
     r.purpose = *p;
   }
+  if (j.contains("reference_s")) r.reference_s = number_field(j, "reference_s");
   if (auto problem = db::validate_record(r)) throw LineError{*problem};
   return item;
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "measure/artifact.h"
@@ -114,8 +115,21 @@ Measurer::~Measurer() {
 std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candidates,
                                              const std::function<void(size_t, const MeasureResult&)>& on_result) {
   std::vector<MeasureResult> results(candidates.size());
+  // A schedule that comes more than once in a batch (the tuner's yardstick does) is built once and
+  // run each time it comes; build[i] is candidate i's build task.
   std::vector<BuildTask> tasks;
-  for (const Candidate& c : candidates) tasks.push_back({&c.trace, c.fault, next_index_++});
+  std::vector<size_t> build(candidates.size());
+  std::vector<size_t> runs_left;
+  std::map<std::pair<std::string, Fault>, size_t> seen;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto [it, fresh] = seen.try_emplace({trace_to_json(candidates[i].trace), candidates[i].fault}, tasks.size());
+    if (fresh) {
+      tasks.push_back({&candidates[i].trace, candidates[i].fault, next_index_++});
+      runs_left.push_back(0);
+    }
+    build[i] = it->second;
+    ++runs_left[it->second];
+  }
 
   BuilderOptions b;
   b.target = options_.target;
@@ -125,22 +139,26 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
   b.work_dir = work_dir_;
   auto t0 = Clock::now();
   size_t built = 0;
-  std::vector<BuildResult> builds = build_candidates(dag_, tasks, b, [&](size_t i, const BuildResult& r) {
+  std::vector<BuildResult> builds = build_candidates(dag_, tasks, b, [&](size_t task, const BuildResult& r) {
     if (on_build_) on_build_(++built, tasks.size());
     if (r.error == ErrorCode::Ok) return;
-    results[i].error = r.error;
-    results[i].message = r.message;
-    results[i].build_s = r.build_s;
-    if (on_result) on_result(i, results[i]);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (build[i] != task) continue;
+      results[i].error = r.error;
+      results[i].message = r.message;
+      results[i].build_s = r.build_s;
+      if (on_result) on_result(i, results[i]);
+    }
   });
   build_wall_s_ += since(t0);
 
   t0 = Clock::now();
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (builds[i].error != ErrorCode::Ok) continue;
+    const BuildResult& artifact = builds[build[i]];
+    if (artifact.error != ErrorCode::Ok) continue;
     RunOutcome run;
     try {
-      run = runner_->run(builds[i].artifact_path, options_.run);
+      run = runner_->run(artifact.artifact_path, options_.run);
     } catch (const Error& e) {  // the runner could not be restarted: this candidate cannot run
       run.error = ErrorCode::RuntimeError;
       run.message = e.what();
@@ -150,7 +168,7 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
     r.message = run.message.size() > 2000 ? run.message.substr(0, 2000) + "... (truncated)" : run.message;
     r.samples_s = run.samples_s;
     r.median_s = median(run.samples_s);
-    r.build_s = builds[i].build_s;
+    r.build_s = artifact.build_s;
     r.run_s = run.run_s;
     if (r.error == ErrorCode::Ok && r.samples_s.empty()) {
       r.error = ErrorCode::Unknown;
@@ -160,10 +178,12 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
       r.message = std::string("injected fault '") + to_string(candidates[i].fault) + "'" +
                   (r.message.empty() ? "" : ": " + r.message);
     if (on_result) on_result(i, r);
-    // The artifact is not needed again; keep the work directory small over long sessions.
+    // Once its last run is over the artifact is not needed again; keep the work directory small
+    // over long sessions.
+    if (--runs_left[build[i]] > 0) continue;
     std::error_code ec;
-    std::filesystem::remove(builds[i].binary_path, ec);
-    std::filesystem::remove(builds[i].artifact_path, ec);
+    std::filesystem::remove(artifact.binary_path, ec);
+    std::filesystem::remove(artifact.artifact_path, ec);
   }
   run_wall_s_ += since(t0);
   return results;

@@ -4,26 +4,37 @@
 
 namespace tessel {
 
-void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode error, double median_s) {
+void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode error, double median_s,
+                          double reference_s) {
   auto [it, inserted] = entries_.try_emplace(json);
   Entry& e = it->second;
   if (inserted) e.trace = trace;
   ++e.tried;
   e.round = round_;
-  if (error == ErrorCode::Ok && median_s > 0) e.medians.push_back(median_s);
+  if (error == ErrorCode::Ok && median_s > 0) {
+    e.timings.push_back({median_s, reference_s});
+    if (reference_s > 0) references_.push_back(reference_s);
+  }
   if (disqualifies(error)) e.ruled_out = true;
+}
+
+double ScheduleTimings::estimate(const Entry& e, double level) {
+  std::vector<double> scaled;
+  for (const Timing& t : e.timings) scaled.push_back(scaled_latency(t.median_s, t.reference_s, level));
+  return latency_estimate(std::move(scaled));
 }
 
 ScheduleTimings::Latencies ScheduleTimings::latencies() const {
   Latencies out;
+  const double level = latency_estimate(references_);
   for (const auto& [json, e] : entries_) {
     if (!rankable(e)) continue;
-    double estimate = latency_estimate(e.medians);
-    if (out.best_s == 0 || estimate < out.best_s) {
-      out.best_s = estimate;
+    double latency = estimate(e, level);
+    if (out.best_s == 0 || latency < out.best_s) {
+      out.best_s = latency;
       out.best_json = json;
     }
-    if (json == default_json_) out.default_s = estimate;
+    if (json == default_json_) out.default_s = latency;
   }
   return out;
 }
@@ -31,8 +42,9 @@ ScheduleTimings::Latencies ScheduleTimings::latencies() const {
 std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted, bool spread) const {
   if (leaders <= 0) return {};
   std::vector<std::pair<double, const std::string*>> ranked;
+  const double level = latency_estimate(references_);
   for (const auto& [json, e] : entries_)
-    if (rankable(e)) ranked.emplace_back(latency_estimate(e.medians), &json);
+    if (rankable(e)) ranked.emplace_back(estimate(e, level), &json);
   std::sort(ranked.begin(), ranked.end());
   std::vector<const std::string*> chosen;
   for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(ranked[i].second);
@@ -49,6 +61,12 @@ std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, i
       order.push_back(Retime{*json, e.trace});
     }
   return order;
+}
+
+std::optional<ScheduleTimings::Retime> ScheduleTimings::yardstick() const {
+  auto def = entries_.find(default_json_);
+  if (def == entries_.end() || !rankable(def->second)) return std::nullopt;
+  return Retime{def->first, def->second.trace};
 }
 
 }  // namespace tessel

@@ -1,9 +1,10 @@
 // The timings of each schedule a tuning task has measured — its trial and its retimes — and what
-// the tuner reads from them: the best and default latencies (by latency_estimate, the rule replay
-// uses) and which leaders to re-time next (see "re-timing the leaders" in search/tuner.h).
+// the tuner reads from them: the best and default latencies (by latency_estimate over scaled_latency,
+// the rule replay uses) and which leaders to re-time next (see "re-timing the leaders" in search/tuner.h).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,9 @@ class ScheduleTimings {
   void next_round() { ++round_; }
 
   // One record of the schedule `json` (its trace JSON as stored). An Ok record adds a timing; any
-  // record counts as a timing tried; one that disqualifies() rules the schedule out.
-  void add(const Trace& trace, const std::string& json, ErrorCode error, double median_s);
+  // record counts as a timing tried; one that disqualifies() rules the schedule out. `reference_s`:
+  // the record's yardstick (MeasureRecord::reference_s; 0: none).
+  void add(const Trace& trace, const std::string& json, ErrorCode error, double median_s, double reference_s = 0);
 
   struct Latencies {
     double best_s = 0;  // lowest estimate of a schedule not ruled out (0: none)
@@ -41,18 +43,27 @@ class ScheduleTimings {
   // With `spread`, each of them once at most, and none timed in this round already: a leader's
   // timings then lie rounds apart, in different states of a shared machine, not seconds apart in one.
   std::vector<Retime> retime_list(int leaders, int wanted, bool spread = false) const;
+  // The default schedule as the yardstick of retimes (see "re-timing the leaders" in search/tuner.h),
+  // once it has an Ok timing and is not ruled out.
+  std::optional<Retime> yardstick() const;
 
  private:
+  struct Timing {
+    double median_s, reference_s;
+  };
   struct Entry {
     Trace trace;
-    std::vector<double> medians;  // of the Ok records
+    std::vector<Timing> timings;  // of the Ok records
     int tried = 0;                // records, failed ones included (a timeout is a timing tried)
     int round = 0;                // the round of its latest record
     bool ruled_out = false;
   };
-  bool rankable(const Entry& e) const { return !e.ruled_out && !e.medians.empty(); }
+  bool rankable(const Entry& e) const { return !e.ruled_out && !e.timings.empty(); }
+  // latency_estimate over the entry's scaled_latency at `level` (that of references_), as replay ranks it.
+  static double estimate(const Entry& e, double level);
 
   std::map<std::string, Entry> entries_;  // by trace JSON
+  std::vector<double> references_;  // every Ok record's yardstick
   std::string default_json_;
   int round_ = 0;
 };

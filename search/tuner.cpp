@@ -67,6 +67,8 @@ void check_tune_options(const TuneOptions& options) {
   if (options.batch < 0) throw InputError("--batch must not be negative");
   if (options.retime_leaders < 0) throw InputError("--retime-leaders must not be negative");
   if (options.retime_timings < 1) throw InputError("--retime-timings must be at least 1");
+  if (!options.yardstick.empty() && options.yardstick != "default" && options.yardstick != "none")
+    throw InputError("--yardstick must be default or none, not '" + options.yardstick + "'");
   if (options.search.population < 2) throw InputError("--population must be at least 2");
   if (options.search.generations < 0) throw InputError("--generations must not be negative");
   if (!(options.search.crossover_ratio >= 0 && options.search.crossover_ratio <= 1) ||
@@ -142,6 +144,7 @@ std::string tune_options_json(const TuneOptions& o) {
   j["retime_leaders"] = o.retime_leaders;
   j["retime_timings"] = o.retime_timings;
   j["retime_spread"] = o.retime_spread;
+  j["yardstick"] = o.yardstick;
   j["search"] = {{"strategy", o.search.strategy},         {"population", o.search.population},
                  {"generations", o.search.generations},   {"crossover_ratio", o.search.crossover_ratio},
                  {"random_ratio", o.search.random_ratio}, {"measured_seeds", o.search.measured_seeds}};
@@ -177,6 +180,8 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   std::unique_ptr<CostModel> model = make_model(options);
   // The session records the loss of the model it actually uses: a loaded one keeps its own.
   TuneOptions saved = options;
+  if (saved.yardstick.empty()) saved.yardstick = gpu ? "none" : "default";
+  const bool yardstick = saved.yardstick == "default";
   if (const auto* xgb = dynamic_cast<const XGBoostModel*>(model.get())) {
     saved.objective = objective_name(xgb->options().objective);
     saved.model_input = model_input_name(xgb->options().input);
@@ -231,7 +236,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         note(std::string("skipping a record the search cannot read: ") + e.what());
         continue;
       }
-      run.timings.add(trace, r.trace_json, r.error, r.median_s);
+      run.timings.add(trace, r.trace_json, r.error, r.median_s, r.reference_s);
       if (!trial) continue;  // a retime repeats a schedule the search was told of already
       run.policy->tell(trace, ok(r) ? r.median_s : std::nan(""));
       if (trace_steps_key(trace) == default_key && !s.default_measured) {
@@ -296,20 +301,36 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       std::vector<ScheduleTimings::Retime> order =
           run.timings.retime_list(options.retime_leaders, options.retime_timings, spread);
       if (order.empty()) break;
+      // With the yardstick: D A D B D (the default owes no timing of its own then).
+      const std::optional<ScheduleTimings::Retime> yard = yardstick ? run.timings.yardstick() : std::nullopt;
+      if (yard) {
+        std::vector<ScheduleTimings::Retime> between{*yard};
+        for (const ScheduleTimings::Retime& r : order) {
+          if (r.json == yard->json) continue;
+          between.push_back(r);
+          between.push_back(*yard);
+        }
+        order = std::move(between);
+      }
       Measurer& measurer = measurer_of(t);
       std::vector<Candidate> candidates;
       for (const ScheduleTimings::Retime& r : order) candidates.push_back(Candidate{r.trace, Fault::None});
       std::vector<MeasureResult> results = measurer.measure(candidates);
       std::vector<MeasureRecord> records;
       const WorkloadInfo workload = workload_of(t);
+      auto ok_median = [&](size_t k) { return results[k].error == ErrorCode::Ok ? results[k].median_s : 0.0; };
       for (size_t k = 0; k < results.size(); ++k) {
         records.push_back(make_record(workload, target, candidates[k].trace, results[k], measurer.settings_json()));
         records.back().trace_json = order[k].json;  // the string its trial is stored under
         records.back().purpose = RecordPurpose::Retime;
+        if (!yard || k % 2 == 0) continue;  // a yardstick timing itself
+        // The lower of the neighbouring default timings that ran: a moment's load only slows a timing.
+        double before = ok_median(k - 1), after = k + 1 < results.size() ? ok_median(k + 1) : 0.0;
+        records.back().reference_s = before > 0 && after > 0 ? std::min(before, after) : std::max(before, after);
       }
       log.append(records);
       for (size_t k = 0; k < results.size(); ++k) {
-        run.timings.add(order[k].trace, order[k].json, results[k].error, results[k].median_s);
+        run.timings.add(order[k].trace, order[k].json, results[k].error, results[k].median_s, records[k].reference_s);
         ++run.status.retimes;
       }
     }

@@ -18,8 +18,14 @@
 // of its trial, so that its timings lie rounds apart; the round that ends a task, and a session's end
 // by its time budget (for the tasks that had a round in it), bring the leaders' timings up to the
 // count at once.
-// Best and default latencies are then latency_estimate() over each schedule's timings, the same rule
-// replay (TuningLog::best) uses.
+// The yardstick: a shared CPU's speed swings from one moment to the next by more than its schedules
+// differ (on a 2-core host, one kernel timed 1.5 ms in one second and 2.9 ms a few seconds later).
+// With `yardstick` "default", a retime batch times the default schedule before, between and after
+// the leaders (D A D B D), and each leader's record keeps the lower of its two neighbouring default
+// medians as its reference (MeasureRecord::reference_s); the default's own timings are retimes too.
+// Best and default latencies are then latency_estimate() over each schedule's scaled_latency (a
+// referenced timing relative to the default's usual level), the same rule replay (TuningLog::best)
+// uses.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +63,8 @@ struct TuneOptions {
   int retime_leaders = 3;           // fastest schedules re-timed after each round (0: none)
   int retime_timings = 3;           // timings (the trial's included) a leader is brought up to
   bool retime_spread = true;        // one timing a round per schedule (false: all at once)
+  std::string yardstick;            // "default": retimes are timed between timings of the default schedule;
+                                    // "none"; "" : default on llvm, none on cuda (the saved session names it)
   SearchOptions search;
   MeasureOptions measure;
   SearchTarget search_target;

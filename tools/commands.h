@@ -87,6 +87,7 @@ struct TuneArgs {
   int retime_leaders = 3;
   int retime_timings = 3;
   bool retime_back_to_back = false;
+  std::string yardstick;             // default or none ("": by target)
   double time_budget_s = 0;
   int builders = 0;
   int threads = 0;

@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   tune_cmd->add_flag("--retime-back-to-back", tune.retime_back_to_back,
                      "a leader's timings all at once (default: one a round, so that they lie rounds apart)");
+  tune_cmd->add_option("--yardstick", tune.yardstick,
+                       "default: time the default schedule around every retimed leader and rank leaders relative to "
+                       "it; none (default: default on llvm, none on cuda)")
+      ->check(CLI::IsMember({"default", "none"}));
   tune_cmd->add_option("--time-budget-s", tune.time_budget_s,
                        "stop after the round that passes this many seconds (then re-time the leaders still owed timings)")
       ->check(CLI::PositiveNumber);

@@ -127,6 +127,7 @@ int cmd_tune(const TuneArgs& args) {
   options.retime_leaders = args.retime_leaders;
   options.retime_timings = args.retime_timings;
   options.retime_spread = !args.retime_back_to_back;
+  options.yardstick = args.yardstick;
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
   options.model = args.model_kind;
@@ -208,7 +209,11 @@ int cmd_tune(const TuneArgs& args) {
   for (const TaskStatus& s : result) retimes += s.retimes;
   if (retimes > 0)
     std::cout << "default and best: the upper median of each schedule's timings (its trial and " << retimes
-              << " retimes of the leaders in the log; retimes are not trials)\n";
+              << " retimes of the leaders in the log; retimes are not trials"
+              << (options.yardstick == "default" || (options.yardstick.empty() && options.target != "cuda")
+                      ? "; a retime counts relative to the default timed beside it"
+                      : "")
+              << ")\n";
   return 0;
 }
 

@@ -1,7 +1,10 @@
 """The best schedule of an exported tuning log (`tessel db export`) after each trial, by the rule
-tessel's replay and tuner use: a schedule is ranked by the upper median of the medians of its ok
-records (its trial and the retimes of it written so far), and a wrong answer or crash in any of its
-records rules it out. Retimes (lines with "purpose": "retime") are not trials."""
+tessel's replay and tuner use: a schedule is ranked by the upper median of the scaled medians of its
+ok records (its trial and the retimes of it written so far), and a wrong answer or crash in any of
+its records rules it out. A record timed against the yardstick ("reference_s" > 0, the default
+schedule's median beside it) scales as median * level / reference_s, level being the upper median of
+every reference so far; others count as their median. Retimes (lines with "purpose": "retime") are
+not trials."""
 import json
 import math
 
@@ -13,16 +16,23 @@ def upper_median(values):
 
 
 def add_record(r, timings, ruled_out):
-    """Adds one exported record to timings {trace json: [ok medians]} and ruled_out {trace json}."""
+    """Adds one exported record to timings {trace json: [(ok median, reference)]} and ruled_out
+    {trace json}."""
     if r["error"] == "ok" and r["median_s"] > 0:
-        timings.setdefault(r["trace_json"], []).append(r["median_s"])
+        timings.setdefault(r["trace_json"], []).append((r["median_s"], r.get("reference_s", 0)))
     elif r["error"] in DISQUALIFYING:
         ruled_out.add(r["trace_json"])
 
 
 def best_of(timings, ruled_out):
     """(latency estimate in s, trace json) of the best schedule, (inf, None) when there is none."""
-    ranked = [(upper_median(m), t) for t, m in timings.items() if m and t not in ruled_out]
+    references = [ref for m in timings.values() for _, ref in m if ref > 0]
+    level = upper_median(references) if references else 0
+
+    def scaled(median, ref):
+        return median * level / ref if ref > 0 and level > 0 else median
+
+    ranked = [(upper_median([scaled(*x) for x in m]), t) for t, m in timings.items() if m and t not in ruled_out]
     return min(ranked) if ranked else (math.inf, None)
 
 

@@ -174,6 +174,58 @@ TEST_CASE("retimes: best() ranks a schedule by the upper median of its timings",
   CHECK(log.check().empty());
 }
 
+TEST_CASE("yardstick: best() ranks timings relative to the default's at the same moment", "[database]") {
+  ScratchDir dir;
+  auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
+  auto timing = [](const std::string& trace, double median, double reference) {
+    MeasureRecord r = make_record("mm", median);
+    r.trace_json = trace;
+    r.purpose = RecordPurpose::Retime;
+    r.reference_s = reference;
+    return r;
+  };
+  // The default usually runs at 2.0 ms. "calm" was timed only in a fast moment (default at 1.5 ms
+  // beside it), "busy" in slow ones (default at 3.0 ms). Raw, calm looks faster; relative to the
+  // default, busy is: 2.7 / 3.0 = 0.90 of the default against calm's 1.44 / 1.5 = 0.96.
+  log.append({timing("default", 2.0e-3, 0), timing("default", 2.02e-3, 0), timing("calm", 1.44e-3, 1.5e-3),
+              timing("calm", 1.45e-3, 1.5e-3), timing("busy", 2.7e-3, 3.0e-3), timing("busy", 2.71e-3, 3.0e-3),
+              timing("busy", 1.8e-3, 2.0e-3)});
+  // The level: the upper median of the references {1.5, 1.5, 3.0, 3.0, 2.0} = 2.0 ms.
+  CHECK(scaled_latency(2.7e-3, 3.0e-3, 2.0e-3) == Approx(1.8e-3));
+  CHECK(scaled_latency(1.44e-3, 1.5e-3, 2.0e-3) == Approx(1.92e-3));
+  CHECK(scaled_latency(1.0e-3, 0, 2.0e-3) == 1.0e-3);  // no reference: the raw median
+  CHECK(scaled_latency(1.0e-3, 1.5e-3, 0) == 1.0e-3);  // no level
+  auto best = log.best("mm", cpu_target());
+  REQUIRE(best.has_value());
+  CHECK(best->trace_json == "busy");
+  CHECK(best->reference_s == 3.0e-3);  // the record whose scaled latency (1.8 ms) is the estimate
+  CHECK(log.best_per_workload_target().front().trace_json == "busy");
+
+  // The reference goes out and comes back with the record, and is part of its identity.
+  std::string text = export_to_string(log);
+  CHECK(text.find(R"("reference_s":0.003)") != std::string::npos);
+  auto copy = TuningLog::open(dir.file("copy.db"), TuningLog::Mode::ReadWrite);
+  std::istringstream in(text);
+  CHECK(copy.import_jsonl(in, "a.jsonl").imported == 7);
+  CHECK(export_to_string(copy) == text);
+  CHECK(copy.best("mm", cpu_target())->trace_json == "busy");
+  CHECK(copy.merge(dir.file("log.db")).duplicates == 7);
+  // One referenced record's line, with another reference (a new record) and a negative one (refused).
+  const size_t at = text.find(R"("reference_s":0.003)");
+  std::string line = text.substr(text.rfind('\n', at) + 1);
+  line = line.substr(0, line.find('\n') + 1);
+  std::string other = line;
+  other.replace(other.find(R"("reference_s":0.003)"), 19, R"("reference_s":0.004)");
+  std::string negative = line;
+  negative.replace(negative.find(R"("reference_s":0.003)"), 19, R"("reference_s":-1.00)");
+  std::istringstream more(other + negative);
+  auto report = copy.import_jsonl(more, "more.jsonl");
+  CHECK(report.imported == 1);
+  REQUIRE(report.errors.size() == 1);
+  CHECK_THAT(report.errors[0], Catch::Contains("more.jsonl: line 2") && Catch::Contains("reference_s"));
+  CHECK(copy.check().empty());
+}
+
 TEST_CASE("retimes keep their purpose through export, import and merge", "[database]") {
   ScratchDir dir;
   auto log = TuningLog::open(dir.file("a.db"), TuningLog::Mode::ReadWrite);
@@ -422,14 +474,16 @@ TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[da
     raw_exec(path, "PRAGMA user_version = 7");
     for (auto mode : {TuningLog::Mode::ReadOnly, TuningLog::Mode::ReadWrite}) {
       CHECK_THROWS_WITH(TuningLog::open(path, mode), Catch::Contains("schema version 7") &&
-                                                         Catch::Contains("up to 3") && Catch::Contains(path));
+                                                         Catch::Contains("up to 4") && Catch::Contains(path));
     }
   }
   SECTION("version 2, before retimes") {
     // A file as version 2 left it: no purpose column. Its records' checksums must stay valid.
     std::string path = dir.file("v2.db");
     TuningLog::open(path, TuningLog::Mode::ReadWrite).append({make_record("mm", 1e-3), make_record("mm", 2e-3)});
-    raw_exec(path, "ALTER TABLE records DROP COLUMN purpose; PRAGMA user_version = 2;");
+    raw_exec(path,
+             "ALTER TABLE records DROP COLUMN reference_s; ALTER TABLE records DROP COLUMN purpose; "
+             "PRAGMA user_version = 2;");
     CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
                       Catch::Contains("schema version 2") && Catch::Contains("migrate"));
     auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
@@ -438,6 +492,25 @@ TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[da
     REQUIRE(records.size() == 2);
     CHECK(records[0].purpose == RecordPurpose::Trial);
     CHECK(log.best("mm", cpu_target())->median_s == 1e-3);
+  }
+  SECTION("version 3, before the yardstick") {
+    // A file as version 3 left it: no reference_s column. Retimes stay retimes, checksums valid.
+    std::string path = dir.file("v3.db");
+    MeasureRecord trial = make_record("mm", 1e-3), again = make_record("mm", 1.5e-3);
+    again.trace_json = trial.trace_json;
+    again.purpose = RecordPurpose::Retime;
+    TuningLog::open(path, TuningLog::Mode::ReadWrite).append({trial, again});
+    raw_exec(path, "ALTER TABLE records DROP COLUMN reference_s; PRAGMA user_version = 3;");
+    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
+                      Catch::Contains("schema version 3") && Catch::Contains("migrate"));
+    auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
+    CHECK(log.check().empty());
+    auto records = log.records("mm", cpu_target());
+    REQUIRE(records.size() == 2);
+    CHECK(records[1].purpose == RecordPurpose::Retime);
+    CHECK(records[0].reference_s == 0);
+    CHECK(records[1].reference_s == 0);
+    CHECK(log.best("mm", cpu_target())->median_s == 1.5e-3);
   }
   SECTION("older") {
     // Schema version 1 as the first prototype wrote it: no checksums, no indexes.

@@ -102,3 +102,30 @@ TEST_CASE("schedule timings: spread, a schedule gets one timing a round, none in
   CHECK(t.retime_list(2, 3, true).empty());
   CHECK(names(t.retime_list(3, 3, true)) == std::vector<std::string>{"c"});
 }
+
+TEST_CASE("schedule timings: referenced timings rank relative to the default's level, as replay ranks them",
+          "[search][retime]") {
+  ScheduleTimings t("default");
+  CHECK_FALSE(t.yardstick().has_value());  // no timing of the default yet
+  add(t, "default", 2.0);
+  REQUIRE(t.yardstick().has_value());
+  CHECK(t.yardstick()->json == "default");
+  // Raw, "calm" (timed in a fast moment) beats "busy" (timed in slow ones); beside the default at
+  // the same moments, busy is the faster: 0.90 of it against calm's 0.96.
+  add(t, "calm", 1.44);
+  add(t, "busy", 2.7);
+  CHECK(t.latencies().best_json == "calm");
+  t.add(named("calm"), "calm", ErrorCode::Ok, 1.44e-3, 1.5e-3);
+  t.add(named("busy"), "busy", ErrorCode::Ok, 2.7e-3, 3.0e-3);
+  t.add(named("busy"), "busy", ErrorCode::Ok, 1.8e-3, 2.0e-3);
+  t.add(named("calm"), "calm", ErrorCode::Ok, 1.46e-3, 1.5e-3);
+  // Level: the upper median of the references {1.5, 3.0, 2.0, 1.5} = 2.0 ms. calm: {1.44 raw,
+  // 1.92, 1.947} -> 1.92; busy: {2.7 raw, 1.8, 1.8} -> 1.8.
+  CHECK(t.latencies().best_json == "busy");
+  CHECK(t.latencies().best_s == Approx(1.8e-3));
+  CHECK(t.latencies().default_s == Approx(2.0e-3));
+  std::vector<std::string> leaders = names(t.retime_list(1, 4));
+  CHECK(leaders == std::vector<std::string>{"busy", "default", "default", "default"});
+  add(t, "default", 0, ErrorCode::WrongAnswer);
+  CHECK_FALSE(t.yardstick().has_value());  // ruled out: no yardstick
+}

@@ -108,15 +108,52 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
     ++trials_before_first_retime;
   }
   CHECK(trials_before_first_retime == 12);
-  // The last round settles: the fastest schedule, by the upper median of its timings as the table
-  // ranks (a trial that was lucky once is re-timed and drops back), has its three timings.
-  std::map<std::string, std::vector<double>> timings;
+  // The yardstick (on by default on the CPU): each retime batch times the default before, between
+  // and after the leaders, D A D B D, and a leader's record keeps the lower neighbouring default
+  // median as its reference.
+  CHECK(nlohmann::json::parse(records.front()["session"]["options_json"].get<std::string>()).value("yardstick", "") ==
+        "default");
+  const std::string default_key = step_keys({records.front()}).front();  // the default is measured first
+  std::vector<nlohmann::json> retimes;
   for (const nlohmann::json& r : all)
-    if (r.value("error", "") == "ok") timings[step_keys({r}).front()].push_back(r["median_s"].get<double>());
+    if (r.value("purpose", "trial") == "retime") retimes.push_back(r);
+  REQUIRE(retimes.size() >= 3);
+  CHECK(step_keys({retimes.front()}).front() == default_key);
+  CHECK(step_keys({retimes.back()}).front() == default_key);
+  size_t referenced = 0;
+  for (size_t k = 0; k < retimes.size(); ++k) {
+    if (step_keys({retimes[k]}).front() == default_key) {
+      CHECK(retimes[k].value("reference_s", 0.0) == 0);
+      continue;
+    }
+    REQUIRE(k > 0);
+    REQUIRE(k + 1 < retimes.size());
+    CHECK(step_keys({retimes[k - 1]}).front() == default_key);
+    CHECK(step_keys({retimes[k + 1]}).front() == default_key);
+    if (retimes[k]["error"] != "ok") continue;
+    ++referenced;
+    CHECK(retimes[k].value("reference_s", 0.0) ==
+          std::min(retimes[k - 1]["median_s"].get<double>(), retimes[k + 1]["median_s"].get<double>()));
+  }
+  CHECK(referenced > 0);
+  // The last round settles: the fastest schedule, by the upper median of its timings scaled by
+  // their references as the table ranks (a trial that was lucky once is re-timed and drops back),
+  // has its three timings.
   auto upper_median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
+  std::vector<double> references;
+  for (const nlohmann::json& r : all)
+    if (r.value("error", "") == "ok" && r.value("reference_s", 0.0) > 0) references.push_back(r["reference_s"]);
+  const double level = upper_median(references);
+  std::map<std::string, std::vector<double>> timings;
+  for (const nlohmann::json& r : all) {
+    if (r.value("error", "") != "ok") continue;
+    const double reference = r.value("reference_s", 0.0);
+    const double median = r["median_s"].get<double>();
+    timings[step_keys({r}).front()].push_back(reference > 0 ? median * level / reference : median);
+  }
   std::string fastest;
   double fastest_s = 0;
   for (const auto& [key, medians] : timings)

@@ -45,8 +45,8 @@ std::vector<MeasureRecord> read_sound_records(db::Statement& stmt, const std::st
 }
 
 // best(): every record of the pair, grouped by schedule. A schedule with a record that disqualifies()
-// it is out; the others are ranked by latency_estimate over their Ok records' scaled_latency, the
-// level being that of all the pair's references (so one pass collects them before any is ranked).
+// it is out; the others are ranked by schedule_estimate over their Ok records, the level being that
+// of all the pair's references (so one pass collects them before any is ranked).
 std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int64_t target) {
   db::Statement all = conn.prepare(
       (std::string(db::kRecordSelect) + " WHERE r.workload_id = ?1 AND r.target_id = ?2 ORDER BY r.id").c_str());
@@ -69,9 +69,13 @@ std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int
   double best_estimate = 0;
   for (auto& [trace, s] : schedules) {
     if (s.ruled_out || s.ok.empty()) continue;
-    std::vector<double> scaled;
-    for (const MeasureRecord& r : s.ok) scaled.push_back(scaled_latency(r.median_s, r.reference_s, level));
-    double estimate = latency_estimate(scaled);
+    std::vector<double> medians, references, scaled;
+    for (const MeasureRecord& r : s.ok) {
+      medians.push_back(r.median_s);
+      references.push_back(r.reference_s);
+      scaled.push_back(scaled_latency(r.median_s, r.reference_s, level));
+    }
+    double estimate = schedule_estimate(medians, references, level);
     // Ties go to the schedule recorded first, as they did when the fastest records were walked first.
     if (best && (estimate > best_estimate || (estimate == best_estimate && s.ok.front().id > best->id))) continue;
     best_estimate = estimate;
@@ -100,6 +104,13 @@ double latency_estimate(std::vector<double> medians) {
 
 double scaled_latency(double median_s, double reference_s, double level) {
   return reference_s > 0 && level > 0 ? median_s * level / reference_s : median_s;
+}
+
+double schedule_estimate(const std::vector<double>& medians, const std::vector<double>& references, double level) {
+  std::vector<double> scaled;
+  for (size_t i = 0; i < medians.size(); ++i)
+    if (references[i] > 0 && level > 0) scaled.push_back(scaled_latency(medians[i], references[i], level));
+  return latency_estimate(scaled.empty() ? medians : scaled);
 }
 
 bool disqualifies(ErrorCode error) { return error == ErrorCode::WrongAnswer || error == ErrorCode::RuntimeError; }

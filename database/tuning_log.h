@@ -62,7 +62,7 @@ std::optional<RecordPurpose> record_purpose_from_string(std::string_view text);
 
 // What replay ranks a schedule by, from the medians of its Ok records (the trial and its retimes):
 // the upper median (for two timings, the slower one). A schedule timed once is ranked by that timing.
-// The medians are each record's scaled_latency: see MeasureRecord::reference_s.
+// Replay and the tuner apply it through schedule_estimate: see MeasureRecord::reference_s.
 double latency_estimate(std::vector<double> medians);
 
 // A record timed against the yardstick (reference_s > 0) counts as median_s * level / reference_s:
@@ -70,6 +70,12 @@ double latency_estimate(std::vector<double> medians);
 // `level` being the latency_estimate of every reference of the pair's Ok records. A record without
 // a reference, or a pair without any, counts as its median.
 double scaled_latency(double median_s, double reference_s, double level);
+
+// A schedule's estimate from its Ok records' medians and references (each 0 or more) at `level`:
+// latency_estimate over the scaled_latency of its referenced records alone when it has any and
+// `level` > 0, else over all its medians. Its trial is left out once it has referenced retimes: the
+// trial made it a leader by being fast, luck included, and only the retimes are free of that pick.
+double schedule_estimate(const std::vector<double>& medians, const std::vector<double>& references, double level);
 
 // Whether a record with this outcome rules its schedule out of replay, whatever its other records
 // say: it computed a wrong answer or crashed at least once. (A timeout or a failed build of a
@@ -136,8 +142,8 @@ class TuningLog {
   // only after COMMIT: once it returns, the records survive a crash of this process.
   std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
 
-  // Replay: the schedule (trace) of (workload key, target) with the lowest latency_estimate over the
-  // scaled_latency of its Ok records. A schedule with a record that disqualifies() it (a wrong answer or a
+  // Replay: the schedule (trace) of (workload key, target) with the lowest schedule_estimate over its
+  // Ok records. A schedule with a record that disqualifies() it (a wrong answer or a
   // crash, in its trial or a retime) is never returned. The record returned is the one whose scaled latency is the estimate.
   // nullopt when there is none (callers then say "no tuned schedule for workload K on target T").
   // Throws DatabaseError if a record it reads fails its checksum, so a damaged log is never

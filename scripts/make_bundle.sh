@@ -13,7 +13,7 @@ command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; 
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithInfoAndAsserts -DTESSEL_STATIC_LLVM=ON \
   -DCMAKE_CXX_FLAGS_RELWITHINFOANDASSERTS="-O2" >/dev/null
-targets=(tessel tessel-runner)
+targets=(tessel tessel-runner ${BUNDLE_EXTRA:-})  # BUNDLE_EXTRA: more targets, e.g. transfer_eval
 for t in test_cuda; do  # the GPU tests; CPU tests run where the build is
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=("$t")
 done

@@ -5,12 +5,13 @@
 namespace tessel {
 
 void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode error, double median_s,
-                          double reference_s) {
+                          double reference_s, RecordPurpose purpose) {
   auto [it, inserted] = entries_.try_emplace(json);
   Entry& e = it->second;
   if (inserted) e.trace = trace;
   ++e.tried;
   e.round = round_;
+  if (purpose == RecordPurpose::Retime) e.retime_round = round_;
   if (error == ErrorCode::Ok && median_s > 0) {
     e.timings.push_back({median_s, reference_s});
     if (reference_s > 0) references_.push_back(reference_s);
@@ -19,9 +20,12 @@ void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode
 }
 
 double ScheduleTimings::estimate(const Entry& e, double level) {
-  std::vector<double> scaled;
-  for (const Timing& t : e.timings) scaled.push_back(scaled_latency(t.median_s, t.reference_s, level));
-  return latency_estimate(std::move(scaled));
+  std::vector<double> medians, references;
+  for (const Timing& t : e.timings) {
+    medians.push_back(t.median_s);
+    references.push_back(t.reference_s);
+  }
+  return schedule_estimate(medians, references, level);
 }
 
 ScheduleTimings::Latencies ScheduleTimings::latencies() const {
@@ -39,7 +43,8 @@ ScheduleTimings::Latencies ScheduleTimings::latencies() const {
   return out;
 }
 
-std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted, bool spread) const {
+std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted, bool spread,
+                                                                  bool own_round) const {
   if (leaders <= 0) return {};
   std::vector<std::pair<double, const std::string*>> ranked;
   const double level = latency_estimate(references_);
@@ -57,7 +62,7 @@ std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, i
     for (const std::string* json : chosen) {
       const Entry& e = entries_.at(*json);
       if (e.tried + turn > wanted) continue;
-      if (spread && (turn > 1 || e.round == round_)) continue;
+      if (spread && (turn > 1 || e.retime_round == round_ || (!own_round && e.round == round_))) continue;
       order.push_back(Retime{*json, e.trace});
     }
   return order;

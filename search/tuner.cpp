@@ -236,7 +236,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         note(std::string("skipping a record the search cannot read: ") + e.what());
         continue;
       }
-      run.timings.add(trace, r.trace_json, r.error, r.median_s, r.reference_s);
+      run.timings.add(trace, r.trace_json, r.error, r.median_s, r.reference_s, r.purpose);
       if (!trial) continue;  // a retime repeats a schedule the search was told of already
       run.policy->tell(trace, ok(r) ? r.median_s : std::nan(""));
       if (trace_steps_key(trace) == default_key && !s.default_measured) {
@@ -299,7 +299,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     const int passes = spread ? options.retime_leaders : 4 * options.retime_leaders;
     for (int pass = 0; pass < passes; ++pass) {
       std::vector<ScheduleTimings::Retime> order =
-          run.timings.retime_list(options.retime_leaders, options.retime_timings, spread);
+          run.timings.retime_list(options.retime_leaders, options.retime_timings, spread, yardstick);
       if (order.empty()) break;
       // With the yardstick: D A D B D (the default owes no timing of its own then).
       const std::optional<ScheduleTimings::Retime> yard = yardstick ? run.timings.yardstick() : std::nullopt;
@@ -330,7 +330,8 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
       }
       log.append(records);
       for (size_t k = 0; k < results.size(); ++k) {
-        run.timings.add(order[k].trace, order[k].json, results[k].error, results[k].median_s, records[k].reference_s);
+        run.timings.add(order[k].trace, order[k].json, results[k].error, results[k].median_s, records[k].reference_s,
+                        RecordPurpose::Retime);
         ++run.status.retimes;
       }
     }

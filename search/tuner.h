@@ -23,9 +23,11 @@
 // With `yardstick` "default", a retime batch times the default schedule before, between and after
 // the leaders (D A D B D), and each leader's record keeps the lower of its two neighbouring default
 // medians as its reference (MeasureRecord::reference_s); the default's own timings are retimes too.
-// Best and default latencies are then latency_estimate() over each schedule's scaled_latency (a
-// referenced timing relative to the default's usual level), the same rule replay (TuningLog::best)
-// uses.
+// A schedule with referenced retimes is ranked by them alone (schedule_estimate): its trial made it a
+// leader by being fast, luck included. And a round's new leaders are re-timed in that round (still
+// one timing a round each), so that a lucky trial is found out before the next round reports it.
+// Best and default latencies are then schedule_estimate() over each schedule's timings, the same
+// rule replay (TuningLog::best) uses.
 #pragma once
 
 #include <cstdint>

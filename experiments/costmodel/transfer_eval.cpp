@@ -6,7 +6,11 @@
 //
 //   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs|pairs]
 //                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
-//                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE]
+//                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE] [--bag N]
+//
+// --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
+// every row and column each model is the same), a program scored by the mean over the models of
+// its score standardized within its held-out workload.
 //
 // --folds K: instead of one model per held-out workload, K models, each trained without the
 // workloads of one fold (the i-th workload in first-record order is in fold i mod K) and ranking
@@ -26,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -191,7 +196,7 @@ std::vector<int> columns_named(const std::string& list) {
 
 static int run(int argc, char** argv) {
   std::string db, cache, drop, dump, input, target = "llvm";
-  int rel = 0, folds = 0;
+  int rel = 0, folds = 0, bag = 1;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -219,6 +224,7 @@ static int run(int argc, char** argv) {
     else if (a == "--rel") rel = std::stoi(next());
     else if (a == "--self") self = true;
     else if (a == "--dump") dump = next();
+    else if (a == "--bag") bag = std::stoi(next());
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;
@@ -228,6 +234,7 @@ static int run(int argc, char** argv) {
   options.input = model_input_from_name(input, "--input", target == "cuda");
   check_objective_fits_input(options.objective, options.input);
   if (folds < 0 || (folds > 0 && self)) throw InputError("--folds must be positive and cannot go with --self");
+  if (bag < 1) throw InputError("--bag must be at least 1");
   if (rel > 0 && kFeatureVersion >= 2) {
     // Version 2 already divides the arithmetic counts by the program's float operations; dividing
     // again would measure nothing meaningful.
@@ -297,8 +304,13 @@ static int run(int argc, char** argv) {
       if (mine && (!self || seen++ % 2 == 1)) ranked[i] = true;
       else train.push_back(d.samples[i]);
     }
-    XGBoostModel model(options);
-    model.update(train);
+    std::vector<std::unique_ptr<XGBoostModel>> models;
+    for (int m = 0; m < bag; ++m) {
+      XGBoostModelOptions o = options;
+      o.seed = static_cast<uint64_t>(m);
+      models.push_back(std::make_unique<XGBoostModel>(o));
+      models.back()->update(train);
+    }
     for (const std::string& k : held) {
       std::vector<ProgramFeatures> test;
       std::vector<double> lat;
@@ -309,7 +321,16 @@ static int run(int argc, char** argv) {
           lat.push_back(d.samples[i].latency_s);
           groups.push_back(d.samples[i].group);
         }
-      RankingMetrics m = evaluate_ranking(model.predict(test), lat, groups);
+      std::vector<double> score(test.size(), 0.0);
+      for (const auto& model : models) {
+        std::vector<double> p = model->predict(test);
+        double mean = 0, var = 0;
+        for (double v : p) mean += v / static_cast<double>(p.size());
+        for (double v : p) var += (v - mean) * (v - mean) / static_cast<double>(p.size());
+        const double sd = var > 0 ? std::sqrt(var) : 1.0;
+        for (size_t i = 0; i < p.size(); ++i) score[i] += (p[i] - mean) / sd;
+      }
+      RankingMetrics m = evaluate_ranking(score, lat, groups);
       std::printf("%-18s %9zu %10.3f %12.3f\n", k.c_str(), test.size(), m.pairwise_accuracy, m.top_recall);
       std::fflush(stdout);
       sum_pw += m.pairwise_accuracy;

@@ -3,8 +3,8 @@ tessel's replay and tuner use: a schedule is ranked by the upper median of the s
 ok records (its trial and the retimes of it written so far), and a wrong answer or crash in any of
 its records rules it out. A record timed against the yardstick ("reference_s" > 0, the default
 schedule's median beside it) scales as median * level / reference_s, level being the upper median of
-every reference so far; others count as their median. Retimes (lines with "purpose": "retime") are
-not trials."""
+every reference so far; a schedule with such records is ranked by them alone, others by their
+medians. Retimes (lines with "purpose": "retime") are not trials."""
 import json
 import math
 
@@ -32,7 +32,12 @@ def best_of(timings, ruled_out):
     def scaled(median, ref):
         return median * level / ref if ref > 0 and level > 0 else median
 
-    ranked = [(upper_median([scaled(*x) for x in m]), t) for t, m in timings.items() if m and t not in ruled_out]
+    def estimate(m):
+        # A schedule with referenced retimes counts those alone (its trial was picked for being fast).
+        referenced = [scaled(*x) for x in m if x[1] > 0] if level > 0 else []
+        return upper_median(referenced or [x[0] for x in m])
+
+    ranked = [(estimate(m), t) for t, m in timings.items() if m and t not in ruled_out]
     return min(ranked) if ranked else (math.inf, None)
 
 

@@ -1,4 +1,5 @@
 // The harness end to end: builder pool and runner workers through Measurer, with injected faults.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
@@ -36,11 +37,14 @@ TEST_CASE("every candidate gets one result: faults cost one record each, the res
                                   {good, Fault::Wrong}, {good, Fault::None}, {good, Fault::OutOfBounds},
                                   {bad, Fault::None},   {Trace{}, Fault::None}};
   std::vector<size_t> reported;
+  size_t builds = 0;
   {
     Measurer m(dag, quick_options());
+    m.on_build_progress([&](size_t, size_t total) { builds = total; });
     std::vector<MeasureResult> r = m.measure(batch, [&](size_t i, const MeasureResult&) { reported.push_back(i); });
     REQUIRE(r.size() == batch.size());
     CHECK(reported.size() == batch.size());
+    CHECK(builds == 7);  // candidates 0 and 4 are one schedule: built once, run twice
     for (size_t i : {0, 4, 7}) {
       INFO("candidate " << i << ": " << r[i].message);
       CHECK(r[i].error == ErrorCode::Ok);
@@ -65,6 +69,32 @@ TEST_CASE("every candidate gets one result: faults cost one record each, the res
     CHECK(again[0].error == ErrorCode::Ok);
   }
   CHECK(child_pids_of(getpid()).empty());  // no runner or builder left behind
+}
+
+TEST_CASE("a schedule that comes twice in a batch is built once and has each result", "[measure]") {
+  ComputeDAG dag = odd_matmul();
+  Trace good = default_trace(dag);
+  Trace bad;
+  bad.steps.push_back(split_step("C", "no_such_loop", {4}));
+  Measurer m(dag, quick_options());
+  size_t builds = 0;
+  m.on_build_progress([&](size_t, size_t total) { builds = total; });
+  std::vector<size_t> reported;
+  std::vector<MeasureResult> r =
+      m.measure({{good, Fault::None}, {bad, Fault::None}, {good, Fault::None}, {bad, Fault::None}, {good, Fault::None}},
+                [&](size_t i, const MeasureResult&) { reported.push_back(i); });
+  CHECK(builds == 2);
+  std::sort(reported.begin(), reported.end());
+  CHECK(reported == std::vector<size_t>{0, 1, 2, 3, 4});
+  for (size_t i : {0, 2, 4}) {
+    INFO("candidate " << i << ": " << r[i].message);
+    CHECK(r[i].error == ErrorCode::Ok);
+    CHECK(r[i].samples_s.size() >= 5);  // timed each time it comes
+  }
+  CHECK(r[0].samples_s != r[2].samples_s);
+  for (size_t i : {1, 3}) CHECK(r[i].error == ErrorCode::Instantiation);
+  // The one artifact was removed after its last run, not its first: the next batch builds afresh.
+  CHECK(m.measure({{good, Fault::None}})[0].error == ErrorCode::Ok);
 }
 
 TEST_CASE("a build over its deadline is killed and recorded as build_timeout", "[measure]") {

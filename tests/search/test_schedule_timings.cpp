@@ -119,13 +119,33 @@ TEST_CASE("schedule timings: referenced timings rank relative to the default's l
   t.add(named("busy"), "busy", ErrorCode::Ok, 2.7e-3, 3.0e-3);
   t.add(named("busy"), "busy", ErrorCode::Ok, 1.8e-3, 2.0e-3);
   t.add(named("calm"), "calm", ErrorCode::Ok, 1.46e-3, 1.5e-3);
-  // Level: the upper median of the references {1.5, 3.0, 2.0, 1.5} = 2.0 ms. calm: {1.44 raw,
-  // 1.92, 1.947} -> 1.92; busy: {2.7 raw, 1.8, 1.8} -> 1.8.
+  // Level: the upper median of the references {1.5, 3.0, 2.0, 1.5} = 2.0 ms. calm: its referenced
+  // {1.92, 1.947} -> 1.947 (its raw trial no longer counts); busy: {1.8, 1.8} -> 1.8.
   CHECK(t.latencies().best_json == "busy");
   CHECK(t.latencies().best_s == Approx(1.8e-3));
   CHECK(t.latencies().default_s == Approx(2.0e-3));
+  // A trial that only its luck made a leader: one raw timing, then one beside the default.
+  add(t, "lucky", 1.0);
+  CHECK(t.latencies().best_json == "lucky");
+  t.add(named("lucky"), "lucky", ErrorCode::Ok, 2.1e-3, 2.0e-3, RecordPurpose::Retime);
+  CHECK(t.latencies().best_json == "busy");  // 2.1 relative to the default at 2.0: its trial no longer counts
   std::vector<std::string> leaders = names(t.retime_list(1, 4));
   CHECK(leaders == std::vector<std::string>{"busy", "default", "default", "default"});
   add(t, "default", 0, ErrorCode::WrongAnswer);
   CHECK_FALSE(t.yardstick().has_value());  // ruled out: no yardstick
+}
+
+TEST_CASE("schedule timings: with own_round a schedule is re-timed in its trial's round, once", "[search][retime]") {
+  ScheduleTimings t("default");
+  for (double ms : {2.0, 2.1, 1.9}) add(t, "default", ms);  // owes no timing
+  t.next_round();
+  add(t, "a", 1.0);  // this round's trials
+  add(t, "b", 1.5);
+  CHECK(names(t.retime_list(2, 3, true)) == std::vector<std::string>{});  // spread: not in its own round
+  CHECK(names(t.retime_list(2, 3, true, true)) == std::vector<std::string>{"a", "b"});
+  t.add(named("a"), "a", ErrorCode::Ok, 1.1e-3, 2.0e-3, RecordPurpose::Retime);
+  t.add(named("b"), "b", ErrorCode::Ok, 1.6e-3, 2.0e-3, RecordPurpose::Retime);
+  CHECK(names(t.retime_list(2, 3, true, true)).empty());  // re-timed in this round already
+  t.next_round();
+  CHECK(names(t.retime_list(2, 3, true, true)) == std::vector<std::string>{"a", "b"});
 }

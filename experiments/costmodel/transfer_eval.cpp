@@ -11,6 +11,8 @@
 // --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
 // every row and column each model is the same), a program scored by the mean over the models of
 // its score standardized within its held-out workload.
+// --also-input I: as many models again with input I (rows, programs or pairs), their standardized
+// scores added to the others': an ensemble of two views of the programs.
 //
 // --folds K: instead of one model per held-out workload, K models, each trained without the
 // workloads of one fold (the i-th workload in first-record order is in fold i mod K) and ranking
@@ -195,7 +197,7 @@ std::vector<int> columns_named(const std::string& list) {
 }  // namespace
 
 static int run(int argc, char** argv) {
-  std::string db, cache, drop, dump, input, target = "llvm";
+  std::string db, cache, drop, dump, input, also_input, target = "llvm";
   int rel = 0, folds = 0, bag = 1;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
@@ -225,6 +227,7 @@ static int run(int argc, char** argv) {
     else if (a == "--self") self = true;
     else if (a == "--dump") dump = next();
     else if (a == "--bag") bag = std::stoi(next());
+    else if (a == "--also-input") also_input = next();
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;
@@ -305,12 +308,14 @@ static int run(int argc, char** argv) {
       else train.push_back(d.samples[i]);
     }
     std::vector<std::unique_ptr<XGBoostModel>> models;
-    for (int m = 0; m < bag; ++m) {
-      XGBoostModelOptions o = options;
-      o.seed = static_cast<uint64_t>(m);
-      models.push_back(std::make_unique<XGBoostModel>(o));
-      models.back()->update(train);
-    }
+    for (int view = 0; view < (also_input.empty() ? 1 : 2); ++view)
+      for (int m = 0; m < bag; ++m) {
+        XGBoostModelOptions o = options;
+        o.seed = static_cast<uint64_t>(m);
+        if (view == 1) o.input = model_input_from_name(also_input, "--also-input", target == "cuda");
+        models.push_back(std::make_unique<XGBoostModel>(o));
+        models.back()->update(train);
+      }
     for (const std::string& k : held) {
       std::vector<ProgramFeatures> test;
       std::vector<double> lat;

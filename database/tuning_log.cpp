@@ -53,12 +53,14 @@ std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int
   all.bind(1, workload).bind(2, target);
   struct Schedule {
     std::vector<MeasureRecord> ok;
+    int64_t first_id = 0;  // its first record's: ties go to the schedule recorded first
     bool ruled_out = false;
   };
   std::map<std::string, Schedule> schedules;
   std::vector<double> references;
   for (MeasureRecord& r : read_sound_records(all, conn.path())) {
     Schedule& s = schedules[r.trace_json];
+    if (s.first_id == 0) s.first_id = r.id;
     if (disqualifies(r.error)) s.ruled_out = true;
     if (r.error != ErrorCode::Ok) continue;
     if (r.reference_s > 0) references.push_back(r.reference_s);
@@ -67,20 +69,29 @@ std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int
   const double level = latency_estimate(references);
   std::optional<MeasureRecord> best;
   double best_estimate = 0;
+  int64_t best_first_id = 0;
   for (auto& [trace, s] : schedules) {
     if (s.ruled_out || s.ok.empty()) continue;
-    std::vector<double> medians, references, scaled;
+    std::vector<double> medians, refs;
     for (const MeasureRecord& r : s.ok) {
       medians.push_back(r.median_s);
-      references.push_back(r.reference_s);
-      scaled.push_back(scaled_latency(r.median_s, r.reference_s, level));
+      refs.push_back(r.reference_s);
     }
-    double estimate = schedule_estimate(medians, references, level);
-    // Ties go to the schedule recorded first, as they did when the fastest records were walked first.
-    if (best && (estimate > best_estimate || (estimate == best_estimate && s.ok.front().id > best->id))) continue;
+    const double estimate = schedule_estimate(medians, refs, level);
+    if (best && (estimate > best_estimate || (estimate == best_estimate && s.first_id > best_first_id))) continue;
     best_estimate = estimate;
-    // The record whose scaled latency is the estimate (the first such one).
-    best = s.ok[static_cast<size_t>(std::find(scaled.begin(), scaled.end(), estimate) - scaled.begin())];
+    best_first_id = s.first_id;
+    // The record whose counted latency is the estimate (the first such one): among the referenced
+    // records when the schedule has any, else among all.
+    const bool referenced = level > 0 && std::any_of(refs.begin(), refs.end(), [](double v) { return v > 0; });
+    best = s.ok.front();
+    for (const MeasureRecord& r : s.ok) {
+      if (referenced && r.reference_s <= 0) continue;
+      if (scaled_latency(r.median_s, r.reference_s, level) == estimate) {
+        best = r;
+        break;
+      }
+    }
   }
   return best;
 }

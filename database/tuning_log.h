@@ -101,7 +101,9 @@ struct MeasureRecord {
   // The yardstick of a retime (0: none). A shared machine's speed swings between moments by more
   // than its schedules differ, so the tuner times the task's default schedule right before and after
   // each schedule it re-times; this is the lower of those two medians (a moment's slow-down only
-  // lengthens a timing). Replay ranks by median_s relative to it: see scaled_latency.
+  // lengthens a timing). The default's own timings there carry their own median (so the default
+  // counts at the level, like the schedules compared with it). Replay ranks by median_s relative to
+  // it: see scaled_latency.
   double reference_s = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "search/schedule_timings.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace tessel {
 
@@ -8,7 +9,10 @@ void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode
                           double reference_s, RecordPurpose purpose) {
   auto [it, inserted] = entries_.try_emplace(json);
   Entry& e = it->second;
-  if (inserted) e.trace = trace;
+  if (inserted) {
+    e.trace = trace;
+    e.order = static_cast<int>(entries_.size());
+  }
   ++e.tried;
   e.round = round_;
   if (purpose == RecordPurpose::Retime) e.retime_round = round_;
@@ -31,12 +35,14 @@ double ScheduleTimings::estimate(const Entry& e, double level) {
 ScheduleTimings::Latencies ScheduleTimings::latencies() const {
   Latencies out;
   const double level = latency_estimate(references_);
+  int best_order = 0;
   for (const auto& [json, e] : entries_) {
     if (!rankable(e)) continue;
     double latency = estimate(e, level);
-    if (out.best_s == 0 || latency < out.best_s) {
+    if (out.best_s == 0 || latency < out.best_s || (latency == out.best_s && e.order < best_order)) {
       out.best_s = latency;
       out.best_json = json;
+      best_order = e.order;
     }
     if (json == default_json_) out.default_s = latency;
   }
@@ -46,13 +52,13 @@ ScheduleTimings::Latencies ScheduleTimings::latencies() const {
 std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted, bool spread,
                                                                   bool own_round) const {
   if (leaders <= 0) return {};
-  std::vector<std::pair<double, const std::string*>> ranked;
+  std::vector<std::tuple<double, int, const std::string*>> ranked;  // estimate, then first added
   const double level = latency_estimate(references_);
   for (const auto& [json, e] : entries_)
-    if (rankable(e)) ranked.emplace_back(estimate(e, level), &json);
+    if (rankable(e)) ranked.emplace_back(estimate(e, level), e.order, &json);
   std::sort(ranked.begin(), ranked.end());
   std::vector<const std::string*> chosen;
-  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(ranked[i].second);
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(std::get<2>(ranked[i]));
   auto def = entries_.find(default_json_);
   if (def != entries_.end() && rankable(def->second) &&
       std::find(chosen.begin(), chosen.end(), &def->first) == chosen.end())

@@ -61,6 +61,7 @@ class ScheduleTimings {
     int tried = 0;                // records, failed ones included (a timeout is a timing tried)
     int round = 0;                // the round of its latest record
     int retime_round = -1;        // the round of its latest retime
+    int order = 0;                // when it was first added: ties go to the schedule recorded first
     bool ruled_out = false;
   };
   bool rankable(const Entry& e) const { return !e.ruled_out && !e.timings.empty(); }

@@ -298,11 +298,12 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     TaskRun& run = runs[t];
     const int passes = spread ? options.retime_leaders : 4 * options.retime_leaders;
     for (int pass = 0; pass < passes; ++pass) {
-      std::vector<ScheduleTimings::Retime> order =
-          run.timings.retime_list(options.retime_leaders, options.retime_timings, spread, yardstick);
-      if (order.empty()) break;
-      // With the yardstick: D A D B D (the default owes no timing of its own then).
+      // With the yardstick (once the default has run correctly): D A D B D, the default owing no
+      // timing of its own then, and a round's new leaders re-timed in that round.
       const std::optional<ScheduleTimings::Retime> yard = yardstick ? run.timings.yardstick() : std::nullopt;
+      std::vector<ScheduleTimings::Retime> order =
+          run.timings.retime_list(options.retime_leaders, options.retime_timings, spread, yard.has_value());
+      if (order.empty()) break;
       if (yard) {
         std::vector<ScheduleTimings::Retime> between{*yard};
         for (const ScheduleTimings::Retime& r : order) {
@@ -323,7 +324,11 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
         records.push_back(make_record(workload, target, candidates[k].trace, results[k], measurer.settings_json()));
         records.back().trace_json = order[k].json;  // the string its trial is stored under
         records.back().purpose = RecordPurpose::Retime;
-        if (!yard || k % 2 == 0) continue;  // a yardstick timing itself
+        if (!yard) continue;
+        if (k % 2 == 0) {  // the default itself: its own median, so that it counts at the level too
+          records.back().reference_s = ok_median(k);
+          continue;
+        }
         // The lower of the neighbouring default timings that ran: a moment's load only slows a timing.
         double before = ok_median(k - 1), after = k + 1 < results.size() ? ok_median(k + 1) : 0.0;
         records.back().reference_s = before > 0 && after > 0 ? std::min(before, after) : std::max(before, after);

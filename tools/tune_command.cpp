@@ -211,7 +211,7 @@ int cmd_tune(const TuneArgs& args) {
     std::cout << "default and best: the upper median of each schedule's timings (its trial and " << retimes
               << " retimes of the leaders in the log; retimes are not trials"
               << (options.yardstick == "default" || (options.yardstick.empty() && options.target != "cuda")
-                      ? "; a retime counts relative to the default timed beside it"
+                      ? "; a schedule with retimes counts those alone, each relative to the default timed beside it"
                       : "")
               << ")\n";
   return 0;

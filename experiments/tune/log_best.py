@@ -18,8 +18,10 @@ def upper_median(values):
 def add_record(r, timings, ruled_out):
     """Adds one exported record to timings {trace json: [(ok median, reference)]} and ruled_out
     {trace json}."""
+    # Every schedule enters on its first record, ok or not: ties go to the one recorded first.
+    timings.setdefault(r["trace_json"], [])
     if r["error"] == "ok" and r["median_s"] > 0:
-        timings.setdefault(r["trace_json"], []).append((r["median_s"], r.get("reference_s", 0)))
+        timings[r["trace_json"]].append((r["median_s"], r.get("reference_s", 0)))
     elif r["error"] in DISQUALIFYING:
         ruled_out.add(r["trace_json"])
 
@@ -37,8 +39,8 @@ def best_of(timings, ruled_out):
         referenced = [scaled(*x) for x in m if x[1] > 0] if level > 0 else []
         return upper_median(referenced or [x[0] for x in m])
 
-    ranked = [(estimate(m), t) for t, m in timings.items() if m and t not in ruled_out]
-    return min(ranked) if ranked else (math.inf, None)
+    ranked = [(estimate(m), k, t) for k, (t, m) in enumerate(timings.items()) if m and t not in ruled_out]
+    return min(ranked)[::2] if ranked else (math.inf, None)
 
 
 def best_by_trial(path):

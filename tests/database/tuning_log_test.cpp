@@ -188,8 +188,8 @@ TEST_CASE("yardstick: best() ranks timings relative to the default's at the same
   // beside it), "busy" in slow ones (default at 3.0 ms). Raw, calm looks faster; relative to the
   // default, busy is: 2.7 / 3.0 = 0.90 of the default against calm's 1.44 / 1.5 = 0.96.
   log.append({timing("default", 2.0e-3, 0), timing("default", 2.02e-3, 0), timing("calm", 1.44e-3, 1.5e-3),
-              timing("calm", 1.45e-3, 1.5e-3), timing("busy", 2.7e-3, 3.0e-3), timing("busy", 2.71e-3, 3.0e-3),
-              timing("busy", 1.8e-3, 2.0e-3)});
+              timing("calm", 1.45e-3, 1.5e-3), timing("busy", 2.7e-3, 3.0e-3), timing("busy", 2.73e-3, 3.0e-3),
+              timing("busy", 1.76e-3, 2.0e-3)});
   // The level: the upper median of the references {1.5, 1.5, 3.0, 3.0, 2.0} = 2.0 ms.
   CHECK(scaled_latency(2.7e-3, 3.0e-3, 2.0e-3) == Approx(1.8e-3));
   CHECK(scaled_latency(1.44e-3, 1.5e-3, 2.0e-3) == Approx(1.92e-3));
@@ -198,8 +198,14 @@ TEST_CASE("yardstick: best() ranks timings relative to the default's at the same
   auto best = log.best("mm", cpu_target());
   REQUIRE(best.has_value());
   CHECK(best->trace_json == "busy");
-  CHECK(best->reference_s == 3.0e-3);  // the record whose scaled latency (1.8 ms) is the estimate
+  CHECK(best->reference_s == 3.0e-3);  // the record whose scaled latency (1.8 ms of 1.76, 1.8, 1.82) is the estimate
+  CHECK(best->median_s == 2.7e-3);
   CHECK(log.best_per_workload_target().front().trace_json == "busy");
+
+  // Equal estimates: the schedule recorded first wins, whatever its trace's text.
+  auto ties = TuningLog::open(dir.file("ties.db"), TuningLog::Mode::ReadWrite);
+  ties.append({timing("zz-first", 1.0e-3, 2.0e-3), timing("aa-second", 1.0e-3, 2.0e-3)});
+  CHECK(ties.best("mm", cpu_target())->trace_json == "zz-first");
 
   // The reference goes out and comes back with the record, and is part of its identity.
   std::string text = export_to_string(log);

@@ -149,3 +149,12 @@ TEST_CASE("schedule timings: with own_round a schedule is re-timed in its trial'
   t.next_round();
   CHECK(names(t.retime_list(2, 3, true, true)) == std::vector<std::string>{"a", "b"});
 }
+
+TEST_CASE("schedule timings: equal estimates go to the schedule added first, as replay breaks ties",
+          "[search][retime]") {
+  ScheduleTimings t("default");
+  add(t, "zz", 1.0);
+  add(t, "aa", 1.0);
+  CHECK(t.latencies().best_json == "zz");
+  CHECK(names(t.retime_list(1, 2)) == std::vector<std::string>{"zz"});
+}

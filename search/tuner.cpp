@@ -130,6 +130,11 @@ void check_flush_matches(const TuningLog& log, const std::string& workload_key, 
   }
 }
 
+std::string resolved_yardstick(const TuneOptions& options) {
+  if (!options.yardstick.empty()) return options.yardstick;
+  return options.target == "cuda" ? "none" : "default";
+}
+
 std::string tune_options_json(const TuneOptions& o) {
   nlohmann::json j;
   j["target"] = o.target;
@@ -180,7 +185,7 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   std::unique_ptr<CostModel> model = make_model(options);
   // The session records the loss of the model it actually uses: a loaded one keeps its own.
   TuneOptions saved = options;
-  if (saved.yardstick.empty()) saved.yardstick = gpu ? "none" : "default";
+  saved.yardstick = resolved_yardstick(options);
   const bool yardstick = saved.yardstick == "default";
   if (const auto* xgb = dynamic_cast<const XGBoostModel*>(model.get())) {
     saved.objective = objective_name(xgb->options().objective);

@@ -73,6 +73,9 @@ struct TuneOptions {
 };
 
 std::string tune_options_json(const TuneOptions& options);
+// The yardstick a session uses: TuneOptions::yardstick, or for "" the target's default ("default"
+// on llvm, "none" on cuda).
+std::string resolved_yardstick(const TuneOptions& options);
 
 // Where a task's time in rounds went, in seconds: starting its measurer (the runner, the inputs and
 // their reference results, once per task and session; counted in its first round), proposing candidates (evolution ranked by

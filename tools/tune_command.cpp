@@ -210,7 +210,7 @@ int cmd_tune(const TuneArgs& args) {
   if (retimes > 0)
     std::cout << "default and best: the upper median of each schedule's timings (its trial and " << retimes
               << " retimes of the leaders in the log; retimes are not trials"
-              << (options.yardstick == "default" || (options.yardstick.empty() && options.target != "cuda")
+              << (resolved_yardstick(options) == "default"
                       ? "; a schedule with retimes counts those alone, each relative to the default timed beside it"
                       : "")
               << ")\n";

@@ -483,17 +483,25 @@ TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[da
                                                          Catch::Contains("up to 4") && Catch::Contains(path));
     }
   }
+  // Rewrites the log at `path` as an older tessel left it (`downgrade`: SQL dropping the newer
+  // columns and setting the version), checks that it must be migrated before a read-only open, and
+  // opens it for writing, which migrates it; its records must then pass their checksums.
+  auto reopen_older = [](const std::string& path, const std::string& downgrade, int version) {
+    raw_exec(path, downgrade);
+    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
+                      Catch::Contains("schema version " + std::to_string(version)) && Catch::Contains("migrate"));
+    auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
+    CHECK(log.check().empty());
+    return log;
+  };
   SECTION("version 2, before retimes") {
     // A file as version 2 left it: no purpose column. Its records' checksums must stay valid.
     std::string path = dir.file("v2.db");
     TuningLog::open(path, TuningLog::Mode::ReadWrite).append({make_record("mm", 1e-3), make_record("mm", 2e-3)});
-    raw_exec(path,
-             "ALTER TABLE records DROP COLUMN reference_s; ALTER TABLE records DROP COLUMN purpose; "
-             "PRAGMA user_version = 2;");
-    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
-                      Catch::Contains("schema version 2") && Catch::Contains("migrate"));
-    auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
-    CHECK(log.check().empty());
+    auto log = reopen_older(path,
+                            "ALTER TABLE records DROP COLUMN reference_s; ALTER TABLE records DROP COLUMN purpose; "
+                            "PRAGMA user_version = 2;",
+                            2);
     auto records = log.records("mm", cpu_target());
     REQUIRE(records.size() == 2);
     CHECK(records[0].purpose == RecordPurpose::Trial);
@@ -506,11 +514,7 @@ TEST_CASE("a log from a newer tessel is refused, an older one is migrated", "[da
     again.trace_json = trial.trace_json;
     again.purpose = RecordPurpose::Retime;
     TuningLog::open(path, TuningLog::Mode::ReadWrite).append({trial, again});
-    raw_exec(path, "ALTER TABLE records DROP COLUMN reference_s; PRAGMA user_version = 3;");
-    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
-                      Catch::Contains("schema version 3") && Catch::Contains("migrate"));
-    auto log = TuningLog::open(path, TuningLog::Mode::ReadWrite);
-    CHECK(log.check().empty());
+    auto log = reopen_older(path, "ALTER TABLE records DROP COLUMN reference_s; PRAGMA user_version = 3;", 3);
     auto records = log.records("mm", cpu_target());
     REQUIRE(records.size() == 2);
     CHECK(records[1].purpose == RecordPurpose::Retime);

@@ -8,6 +8,13 @@
 #   OUT=... TRIALS=64 BUDGET_S=500 bash experiments/costmodel/collect_gpu.sh SUITE.json[:a,b] ...
 # The time budget is shared: each suite file gets what the earlier ones left, evenly split among
 # the files still to run. BUNDLE_TGZ as in experiments/tune/run_gpu.sh.
+#
+# To extend workloads already measured, RESUME_LOGS='experiments/costmodel/data/*.jsonl.gz' imports those
+# logs first: the tuner then resumes each named workload from its records (TRIALS is the total,
+# so 128 adds a second round of 64), and records.jsonl.gz holds only this call's new records.
+# MIN_TIME_MS sets the samples' total time per candidate (the tuner's default on cuda: 50).
+# SEED_OFFSET is added to the search seeds (1, 2, ... per suite file): another search for a second round.
+# A file of specs can stand for the arguments: ... collect_gpu.sh $(cat SPECS.txt).
 set -uo pipefail
 B=${B:-bundle}
 T=$B/bin/tessel
@@ -17,6 +24,15 @@ mkdir -p "$OUT"
 [ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-carry/bundle.tgz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 start=$(date +%s)
+since=$(date -u +%Y-%m-%dT%H:%M:%S)
+if [ -n "${RESUME_LOGS:-}" ]; then
+  # shellcheck disable=SC2086  # RESUME_LOGS is a glob
+  zcat $RESUME_LOGS > "$DB.seed.jsonl" && $T db import --db "$DB" "$DB.seed.jsonl" >> "$OUT/tune_progress.txt" 2>&1 \
+    || { echo "error: importing $RESUME_LOGS into $DB failed" >&2; exit 1; }
+  rm -f "$DB.seed.jsonl"
+fi
+extra=()
+[ -n "${MIN_TIME_MS:-}" ] && extra+=(--min-time-ms "$MIN_TIME_MS")
 n=0
 left=$#
 for spec in "$@"; do
@@ -33,9 +49,17 @@ for spec in "$@"; do
   budget=$(( remaining / left ))
   left=$((left - 1))
   [ "$budget" -lt 10 ] && { echo "$file: skipped, time budget spent" >> "$OUT/tune_progress.txt"; continue; }
-  $T tune --suite "$file" "${cases[@]}" --target cuda --trials "${TRIALS:-64}" --db "$DB" --seed "$n" \
-    --retime-leaders 0 --time-budget-s "$budget" -v > "$OUT/tune_$n.txt" 2>> "$OUT/tune_progress.txt"
+  $T tune --suite "$file" "${cases[@]}" --target cuda --trials "${TRIALS:-64}" --db "$DB" --seed "$((n + ${SEED_OFFSET:-0}))" \
+    --retime-leaders 0 --time-budget-s "$budget" "${extra[@]}" -v > "$OUT/tune_$n.txt" 2>> "$OUT/tune_progress.txt"
   echo "$file: rc=$? budget ${budget} s, wall $(( $(date +%s) - start )) s so far" >> "$OUT/tune_progress.txt"
 done
-$T db export --db "$DB" | gzip -c > "$OUT/records.jsonl.gz"
+if [ -n "${RESUME_LOGS:-}" ]; then  # this call's records only (their timestamps are ISO-8601 UTC, so text order is time order)
+  $T db export --db "$DB" | python3 -c '
+import json, sys
+since = sys.argv[1]
+for line in sys.stdin:
+    if json.loads(line)["timestamp"] >= since: sys.stdout.write(line)' "$since" | gzip -c > "$OUT/records.jsonl.gz"
+else
+  $T db export --db "$DB" | gzip -c > "$OUT/records.jsonl.gz"
+fi
 echo "total wall $(( $(date +%s) - start )) s" >> "$OUT/tune_progress.txt"

@@ -7,12 +7,16 @@
 //   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs|pairs]
 //                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
 //                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE] [--bag N]
+//                 [--train-records N]
 //
 // --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
 // every row and column each model is the same), a program scored by the mean over the models of
 // its score standardized within its held-out workload.
 // --also-input I: as many models again with input I (rows, programs or pairs), their standardized
 // scores added to the others': an ensemble of two views of the programs.
+//
+// --train-records N: train on at most the first N records (in log order) of each training workload;
+// the held-out workloads are ranked on all of theirs. How much the records per workload are worth.
 //
 // --folds K: instead of one model per held-out workload, K models, each trained without the
 // workloads of one fold (the i-th workload in first-record order is in fold i mod K) and ranking
@@ -198,7 +202,7 @@ std::vector<int> columns_named(const std::string& list) {
 
 static int run(int argc, char** argv) {
   std::string db, cache, drop, dump, input, also_input, target = "llvm";
-  int rel = 0, folds = 0, bag = 1;
+  int rel = 0, folds = 0, bag = 1, train_records = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -227,6 +231,7 @@ static int run(int argc, char** argv) {
     else if (a == "--self") self = true;
     else if (a == "--dump") dump = next();
     else if (a == "--bag") bag = std::stoi(next());
+    else if (a == "--train-records") train_records = std::stoi(next());
     else if (a == "--also-input") also_input = next();
     else {
       std::cerr << "unknown argument " << a << "\n";
@@ -238,6 +243,7 @@ static int run(int argc, char** argv) {
   check_objective_fits_input(options.objective, options.input);
   if (folds < 0 || (folds > 0 && self)) throw InputError("--folds must be positive and cannot go with --self");
   if (bag < 1) throw InputError("--bag must be at least 1");
+  if (train_records < 0) throw InputError("--train-records cannot be negative");
   if (rel > 0 && kFeatureVersion >= 2) {
     // Version 2 already divides the arithmetic counts by the program's float operations; dividing
     // again would measure nothing meaningful.
@@ -301,11 +307,12 @@ static int run(int argc, char** argv) {
     std::vector<TrainingSample> train;
     std::vector<bool> ranked(d.samples.size(), false);
     size_t seen = 0;
+    std::map<std::string, int> taken;  // training records so far, per workload (--train-records)
     for (size_t i = 0; i < d.samples.size(); ++i) {
       const bool mine = std::find(held.begin(), held.end(), d.keys[i]) != held.end();
       if (self && !mine) continue;  // --self: the workload's even records train, its odd ones are ranked
       if (mine && (!self || seen++ % 2 == 1)) ranked[i] = true;
-      else train.push_back(d.samples[i]);
+      else if (train_records == 0 || taken[d.keys[i]]++ < train_records) train.push_back(d.samples[i]);
     }
     std::vector<std::unique_ptr<XGBoostModel>> models;
     for (int view = 0; view < (also_input.empty() ? 1 : 2); ++view)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Held-out evaluation of the cost model (issue 6, acceptance 3) under several tree options, on the
 # GPU host's 16 cores (the evaluation needs no GPU; this machine's 2 cores take 18 minutes for one
-# option set on the 654-workload log). Imports the committed H100 training logs, builds the feature
+# option set on the 654-workload log). Imports the committed H100 training logs (LOGS, default every
+# experiments/costmodel/data/h100_training_s1*.jsonl.gz; session 16 had s1[2345]), builds the feature
 # cache once, then runs `transfer_eval --folds 10` once per option set (one per line of OPTIONS, ""
 # being the defaults) until TIME_S is spent. Writes under $OUT: sweep.txt (every run's full output,
 # each headed by its options and wall time) and summary.txt (options, mean pairwise / top-5% recall).
 #
-#   OUT=... [TIME_S=540] [INPUT=programs] bash experiments/costmodel/sweep_gpu_host.sh OPTIONS_FILE
+#   OUT=... [TIME_S=540] [INPUT=programs] [LOGS=GLOB] bash experiments/costmodel/sweep_gpu_host.sh OPTIONS_FILE
 # The bundle (carry/bundle.tgz, made with BUNDLE_EXTRA=transfer_eval) must hold bin/transfer_eval.
 set -uo pipefail
 B=${B:-bundle}
@@ -17,7 +18,8 @@ start=$(date +%s)
 [ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-carry/bundle.tgz}"
 [ -x "$B/bin/transfer_eval" ] || { echo "error: $B/bin/transfer_eval is missing (make the bundle with BUNDLE_EXTRA=transfer_eval)" >&2; exit 2; }
 work=$(mktemp -d)
-zcat experiments/costmodel/data/h100_training_s1[2345].jsonl.gz > "$work/h.jsonl"
+# shellcheck disable=SC2086  # LOGS is a glob
+zcat ${LOGS:-experiments/costmodel/data/h100_training_s1*.jsonl.gz} > "$work/h.jsonl"
 "$B/bin/tessel" db import --db "$work/g.db" "$work/h.jsonl" > "$OUT/import.txt" 2>&1 || { cat "$OUT/import.txt"; exit 1; }
 echo "$(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ); $(git rev-parse --short HEAD 2>/dev/null)" > "$OUT/summary.txt"
 : > "$OUT/sweep.txt"

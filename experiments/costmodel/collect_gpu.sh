@@ -11,10 +11,9 @@
 #
 # To extend workloads already measured, RESUME_LOGS='experiments/costmodel/data/*.jsonl.gz' imports those
 # logs first: the tuner then resumes each named workload from its records (TRIALS is the total,
-# so 128 adds a second round of 64), and records.jsonl.gz holds only this call's new records.
+# so 128 adds a second round of 64). records.jsonl.gz always holds only this call's records.
 # MIN_TIME_MS sets the samples' total time per candidate (the tuner's default on cuda: 50).
 # SEED_OFFSET is added to the search seeds (1, 2, ... per suite file): another search for a second round.
-# A file of specs can stand for the arguments: ... collect_gpu.sh $(cat SPECS.txt).
 set -uo pipefail
 B=${B:-bundle}
 T=$B/bin/tessel
@@ -27,9 +26,9 @@ start=$(date +%s)
 since=$(date -u +%Y-%m-%dT%H:%M:%S)
 if [ -n "${RESUME_LOGS:-}" ]; then
   # shellcheck disable=SC2086  # RESUME_LOGS is a glob
-  zcat $RESUME_LOGS > "$DB.seed.jsonl" && $T db import --db "$DB" "$DB.seed.jsonl" >> "$OUT/tune_progress.txt" 2>&1 \
+  zcat $RESUME_LOGS > "$DB.resume.jsonl" && $T db import --db "$DB" "$DB.resume.jsonl" >> "$OUT/tune_progress.txt" 2>&1 \
     || { echo "error: importing $RESUME_LOGS into $DB failed" >&2; exit 1; }
-  rm -f "$DB.seed.jsonl"
+  rm -f "$DB.resume.jsonl"
 fi
 extra=()
 [ -n "${MIN_TIME_MS:-}" ] && extra+=(--min-time-ms "$MIN_TIME_MS")
@@ -53,13 +52,11 @@ for spec in "$@"; do
     --retime-leaders 0 --time-budget-s "$budget" "${extra[@]}" -v > "$OUT/tune_$n.txt" 2>> "$OUT/tune_progress.txt"
   echo "$file: rc=$? budget ${budget} s, wall $(( $(date +%s) - start )) s so far" >> "$OUT/tune_progress.txt"
 done
-if [ -n "${RESUME_LOGS:-}" ]; then  # this call's records only (their timestamps are ISO-8601 UTC, so text order is time order)
-  $T db export --db "$DB" | python3 -c '
+# This call's records only (timestamps are ISO-8601 UTC, so text order is time order): without
+# RESUME_LOGS that is the whole log.
+$T db export --db "$DB" | python3 -c '
 import json, sys
 since = sys.argv[1]
 for line in sys.stdin:
     if json.loads(line)["timestamp"] >= since: sys.stdout.write(line)' "$since" | gzip -c > "$OUT/records.jsonl.gz"
-else
-  $T db export --db "$DB" | gzip -c > "$OUT/records.jsonl.gz"
-fi
 echo "total wall $(( $(date +%s) - start )) s" >> "$OUT/tune_progress.txt"

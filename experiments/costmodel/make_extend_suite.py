@@ -14,11 +14,12 @@ suite files of the cases, named OUT_1.json ... OUT_<parts>.json, in the shuffled
 import argparse
 import collections
 import glob
-import gzip
 import json
 import random
 import subprocess
 import sys
+
+from common import read_log
 
 
 def main():
@@ -33,12 +34,10 @@ def main():
     args = ap.parse_args()
 
     text_of, count = {}, collections.Counter()
-    for path in sorted(glob.glob(args.logs)):
-        with gzip.open(path, "rt") as f:
-            for line in f:
-                w = json.loads(line)["workload"]
-                text_of[w["key"]] = w["text"]
-                count[w["key"]] += 1
+    for record in read_log(sorted(glob.glob(args.logs))):
+        w = record["workload"]
+        text_of[w["key"]] = w["text"]
+        count[w["key"]] += 1
     key_of_text = {t: k for k, t in text_of.items()}
 
     cases = {}  # workload key -> (suite file, case)

@@ -23,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -37,8 +38,11 @@ namespace {
 constexpr double kMinWeight = 0.3;
 constexpr const char* kFileFormat = "tessel-cost-model";
 // 2: the options name the model's input (rows or programs); a tessel reading version 1 only would
-// take a programs model for a rows one.
-constexpr int kFileVersion = 2;
+// take a programs model for a rows one. 3: a neural ranker may be blended in (mlp_weight); its weights
+// and both models' spreads are saved.
+constexpr int kFileVersion = 3;
+// A new programs model's neural-ranker weight (default_mlp_weight).
+constexpr double kDefaultMlpWeight = 1.0;
 
 void check(int rc, const char* call) {
   if (rc != 0) throw XGBoostError(std::string("XGBoost: ") + call + " failed: " + XGBGetLastError());
@@ -171,7 +175,7 @@ nlohmann::json options_to_json(const XGBoostModelOptions& o) {
           {"lambda", o.lambda},                 {"min_child_weight", o.min_child_weight},
           {"subsample", o.subsample},           {"colsample", o.colsample},
           {"input", model_input_name(o.input)}, {"pair_partners", o.pair_partners},
-          {"anchors", o.anchors}};
+          {"anchors", o.anchors},               {"mlp_weight", o.mlp_weight}};
 }
 
 // The value a name (as objective_name / model_input_name print it) stands for; nullopt for another name.
@@ -209,6 +213,7 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.colsample = j.value("colsample", 1.0);
   o.pair_partners = j.value("pair_partners", o.pair_partners);
   o.anchors = j.value("anchors", o.anchors);
+  o.mlp_weight = j.value("mlp_weight", 0.0);
   return o;
 }
 
@@ -221,7 +226,25 @@ bool options_valid(const XGBoostModelOptions& o) {
   return o.max_depth > 0 && o.eta > 0 && o.rounds_per_update > 0 && o.retrain_rounds > 0 &&
          o.max_trees >= o.retrain_rounds && o.nthread >= 0 && o.lambda >= 0 && o.min_child_weight >= 0 &&
          o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1 && o.pair_partners > 0 &&
-         o.anchors > 0 && objective_fits_input(o.objective, o.input);
+         o.anchors > 0 && objective_fits_input(o.objective, o.input) && o.mlp_weight >= 0 &&
+         (o.mlp_weight == 0 || o.input == XGBoostModelOptions::Input::Programs);
+}
+
+// The mean over groups of two or more programs of the standard deviation of their scores: how far
+// apart one model's scores of one task typically lie (1 when no group has two programs).
+double typical_spread(const std::vector<double>& scores, const std::vector<int>& groups) {
+  std::map<int, std::vector<double>> by_group;
+  for (size_t i = 0; i < scores.size(); ++i) by_group[groups[i]].push_back(scores[i]);
+  double sum = 0;
+  int counted = 0;
+  for (const auto& [g, v] : by_group) {
+    if (v.size() < 2) continue;
+    double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()), sq = 0;
+    for (double x : v) sq += (x - mean) * (x - mean);
+    sum += std::sqrt(sq / static_cast<double>(v.size()));
+    ++counted;
+  }
+  return counted > 0 && sum > 0 ? sum / counted : 1.0;
 }
 
 }  // namespace
@@ -394,6 +417,19 @@ const char* model_input_name(XGBoostModelOptions::Input input) {
   return "?";
 }
 
+double default_mlp_weight(XGBoostModelOptions::Input input) {
+  return input == XGBoostModelOptions::Input::Programs ? kDefaultMlpWeight : 0.0;
+}
+
+double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const std::string& what) {
+  if (given < 0) return default_mlp_weight(input);
+  if (!std::isfinite(given)) throw InputError(what + " must be a finite number");
+  if (given > 0 && input != XGBoostModelOptions::Input::Programs)
+    throw InputError(what + " blends a neural ranker into a model of program summaries; the '" +
+                     model_input_name(input) + "' input has none (use --model-input programs or " + what + " 0)");
+  return given;
+}
+
 void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
   if (!objective_fits_input(objective, input))
     throw InputError("--objective packsum cannot train --model-input pairs: a pairs model learns which of two "
@@ -401,7 +437,7 @@ void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoos
 }
 
 XGBoostModel::XGBoostModel(const XGBoostModelOptions& options)
-    : options_(options), impl_(std::make_unique<Impl>()) {
+    : options_(options), mlp_(options.mlp), impl_(std::make_unique<Impl>()) {
   TESSEL_CHECK(options_valid(options), "XGBoostModelOptions out of range");
 }
 
@@ -422,7 +458,27 @@ std::vector<double> XGBoostModel::predict(const std::vector<ProgramFeatures>& pr
   std::vector<float> preds = impl_->predict_rows(m, rows);
   for (size_t p = 0; p < programs.size(); ++p)
     for (size_t i = packed.first_row[p]; i < packed.first_row[p + 1]; ++i) scores[p] += preds[i];
-  return scores;
+  return blend(std::move(scores), packed.values);
+}
+
+std::vector<double> XGBoostModel::blend(std::vector<double> tree_scores, const std::vector<float>& summaries) const {
+  if (options_.mlp_weight == 0 || !mlp_.trained()) return tree_scores;
+  std::vector<double> mlp = mlp_.predict(summaries);
+  for (size_t p = 0; p < tree_scores.size(); ++p)
+    tree_scores[p] = tree_scores[p] / tree_spread_ + options_.mlp_weight * mlp[p] / mlp_spread_;
+  return tree_scores;
+}
+
+void XGBoostModel::train_mlp(const std::vector<float>& summaries, const std::vector<double>& labels,
+                             const std::vector<int>& groups, const std::vector<double>& tree_scores) {
+  MlpOptions o = options_.mlp;
+  if (o.nthread == 0) o.nthread = options_.nthread;
+  o.seed ^= options_.seed;
+  mlp_ = MlpRanker(o);
+  mlp_.train(summaries, program_summary_width(), labels, groups);
+  if (!mlp_.trained()) return;
+  tree_spread_ = typical_spread(tree_scores, groups);
+  mlp_spread_ = typical_spread(mlp_.predict(summaries), groups);
 }
 
 std::vector<double> XGBoostModel::predict_with_reference(const std::vector<ProgramFeatures>& programs,
@@ -486,6 +542,10 @@ void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
   Matrix m(packed.values, rows, packed.width);
 
   impl_->boost(m, packed, labels, groups, options_.objective, begin_update(m.get()));
+  if (options_.mlp_weight > 0) {
+    std::vector<float> preds = impl_->predict_rows(m, rows);
+    train_mlp(packed.values, labels, groups, std::vector<double>(preds.begin(), preds.end()));
+  }
 }
 
 int XGBoostModel::begin_update(DMatrixHandle training) {
@@ -523,7 +583,10 @@ void XGBoostModel::save(const std::string& path) const {
                          {"options", options_to_json(options_)},
                          {"num_samples", samples_seen_},
                          {"num_retrains", retrains_},
-                         {"booster", nullptr}};
+                         {"booster", nullptr},
+                         {"mlp", nullptr},
+                         {"spreads", {tree_spread_, mlp_spread_}}};
+  if (mlp_.trained()) file["mlp"] = mlp_.to_json();
   if (impl_->booster) {
     bst_ulong len = 0;
     const char* buffer = nullptr;
@@ -565,6 +628,23 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
     auto model = std::make_unique<XGBoostModel>(options);
     model->samples_seen_ = file.at("num_samples").get<int64_t>();
     model->retrains_ = file.at("num_retrains").get<int>();
+    if (file.contains("mlp") && !file.at("mlp").is_null()) {
+      try {
+        model->mlp_ = MlpRanker::from_json(file.at("mlp"));
+      } catch (const InputError& e) {
+        throw InputError("cost model '" + path + "' is damaged: " + e.what());
+      }
+      model->options_.mlp = model->mlp_.options();
+      if (model->mlp_.width() != program_summary_width())
+        throw InputError("cost model '" + path + "' is damaged: its neural ranker reads " +
+                         std::to_string(model->mlp_.width()) + " columns, a program summary has " +
+                         std::to_string(program_summary_width()));
+      auto spreads = file.at("spreads").get<std::vector<double>>();
+      if (spreads.size() != 2 || !(spreads[0] > 0) || !(spreads[1] > 0))
+        throw InputError("cost model '" + path + "' is damaged: its score spreads are not two positive numbers");
+      model->tree_spread_ = spreads[0];
+      model->mlp_spread_ = spreads[1];
+    }
     const nlohmann::json& booster = file.at("booster");
     if (!booster.is_null()) {
       std::string buffer = booster.dump();

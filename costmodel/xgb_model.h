@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "costmodel/cost_model.h"
+#include "costmodel/mlp_ranker.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -56,6 +57,12 @@ struct XGBoostModelOptions {
   double min_child_weight = 0.0;  // least hessian in a leaf
   double subsample = 1.0;         // fraction of rows each tree sees
   double colsample = 1.0;         // fraction of columns each tree sees
+  // Input Programs only: above 0, a neural ranker of the same summaries (MlpRanker) is trained beside
+  // the trees on every update, and a program's score is the trees' score plus mlp_weight times the
+  // ranker's, each divided by its typical spread within a group of the training set (so the weight
+  // is the ranker's share of the vote whatever the two models' scales).
+  double mlp_weight = 0.0;
+  MlpOptions mlp;
 };
 
 // "rank" or "packsum"; throws InputError naming `what` for another name.
@@ -70,6 +77,12 @@ XGBoostModelOptions::Input default_model_input(bool gpu);
 // target's default (default_model_input).
 XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu);
 const char* model_input_name(XGBoostModelOptions::Input input);
+// The neural ranker's weight a new model of this input gets by default (mlp_weight): above 0 for
+// programs only.
+double default_mlp_weight(XGBoostModelOptions::Input input);
+// `given` below 0: the input's default; else `given`, which must be 0 for any input but programs
+// (InputError naming `what`).
+double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const std::string& what);
 // Throws InputError when the objective cannot train the input: pack-sum fits one score per program,
 // which a pairs model does not have.
 void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input);
@@ -112,7 +125,13 @@ class XGBoostModel : public CostModel {
   // The trees the next update adds: rounds_per_update, or, with no trees yet or past max_trees, a
   // fresh booster (caching predictions for `training`) and retrain_rounds.
   int begin_update(void* training);
+  // The trees' scores of summaries, and with a neural ranker the blend (see mlp_weight).
+  std::vector<double> blend(std::vector<double> tree_scores, const std::vector<float>& summaries) const;
+  void train_mlp(const std::vector<float>& summaries, const std::vector<double>& labels, const std::vector<int>& groups,
+                 const std::vector<double>& tree_scores);
   XGBoostModelOptions options_;
+  MlpRanker mlp_;
+  double tree_spread_ = 1.0, mlp_spread_ = 1.0;  // typical score spread within a training group
   std::unique_ptr<Impl> impl_;
   std::vector<TrainingSample> samples_;
   int64_t samples_seen_ = 0;

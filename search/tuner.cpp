@@ -53,6 +53,7 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   xgb.objective = objective_from_name(options.objective, "--objective");
   xgb.input = model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
   check_objective_fits_input(xgb.objective, xgb.input);
+  xgb.mlp_weight = resolve_mlp_weight(options.mlp_weight, xgb.input, "--mlp-weight");
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -80,6 +81,8 @@ void check_tune_options(const TuneOptions& options) {
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
   check_objective_fits_input(objective_from_name(options.objective, "--objective"),
                              model_input_from_name(options.model_input, "--model-input", options.target == "cuda"));
+  resolve_mlp_weight(options.mlp_weight,
+                     model_input_from_name(options.model_input, "--model-input", options.target == "cuda"), "--mlp-weight");
   if (options.model == "random" && !options.model_path.empty())
     throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");
@@ -146,6 +149,7 @@ std::string tune_options_json(const TuneOptions& o) {
   j["model_path"] = o.model_path;
   j["objective"] = o.objective;
   j["model_input"] = o.model_input;
+  j["mlp_weight"] = o.mlp_weight;
   j["retime_leaders"] = o.retime_leaders;
   j["retime_timings"] = o.retime_timings;
   j["retime_spread"] = o.retime_spread;
@@ -190,8 +194,10 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   if (const auto* xgb = dynamic_cast<const XGBoostModel*>(model.get())) {
     saved.objective = objective_name(xgb->options().objective);
     saved.model_input = model_input_name(xgb->options().input);
+    saved.mlp_weight = xgb->options().mlp_weight;
   } else {
     saved.objective = saved.model_input = "none";
+    saved.mlp_weight = 0;
   }
 
   std::vector<TaskRun> runs(tasks.size());

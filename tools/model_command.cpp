@@ -68,6 +68,7 @@ int cmd_model_train(const ModelArgs& args) {
   options.objective = objective_from_name(args.objective, "--objective");
   options.input = model_input_from_name(args.model_input, "--model-input", args.target == "cuda");
   check_objective_fits_input(options.objective, options.input);
+  options.mlp_weight = resolve_mlp_weight(args.mlp_weight, options.input, "--mlp-weight");
   LogSamples s = samples_of(args, args.exclude_workload, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);
@@ -82,6 +83,7 @@ int cmd_model_train(const ModelArgs& args) {
   std::printf("groups: %zu\n", groups.size());
   std::printf("objective: %s\n", objective_name(options.objective));
   std::printf("input: %s\n", model_input_name(options.input));
+  std::printf("neural ranker weight: %g\n", options.mlp_weight);
   std::printf("trees: %d\n", model.num_trees());
   std::printf("training time: %.2f s\n", seconds);
   std::printf("saved: %s\n", args.output.c_str());

@@ -137,6 +137,9 @@ int cmd_tune(const TuneArgs& args) {
   if (!args.model_input.empty() && !args.model.empty())
     throw InputError("--model-input is for a new cost model; --model " + args.model + " keeps the input it was trained with");
   options.model_input = args.model_input;
+  if (args.mlp_weight >= 0 && !args.model.empty())
+    throw InputError("--mlp-weight is for a new cost model; --model " + args.model + " keeps the blend it was trained with");
+  options.mlp_weight = args.mlp_weight;
   options.model_path = args.model;
   options.save_model_path = args.save_model;
   options.search.strategy = args.strategy;

@@ -5,9 +5,14 @@
 # experiments/costmodel/data/h100_training_s1*.jsonl.gz; session 16 had s1[2345]), builds the feature
 # cache once, then runs `transfer_eval --folds 10` once per option set (one per line of OPTIONS, ""
 # being the defaults) until TIME_S is spent. Writes under $OUT: sweep.txt (every run's full output,
-# each headed by its options and wall time) and summary.txt (options, mean pairwise / top-5% recall).
+# each headed by its options and wall time), run<N>.txt (the N-th run's output) and summary.txt (options,
+# mean pairwise / top-5% recall).
 #
-#   OUT=... [TIME_S=540] [INPUT=programs] [LOGS=GLOB] bash experiments/costmodel/sweep_gpu_host.sh OPTIONS_FILE
+# CACHE_GZ: a gzipped feature cache of the same logs (transfer_eval --cache, built here) to start from
+# instead of extracting the features there (about two minutes of the call). Each run's output goes
+# to $OUT/run<N>.txt as it is written, so a run cut off by the call's limit leaves what it printed.
+#
+#   OUT=... [TIME_S=540] [INPUT=programs] [LOGS=GLOB] [CACHE_GZ=FILE] bash experiments/costmodel/sweep_gpu_host.sh OPTIONS_FILE
 # The bundle (carry/bundle.tgz, made with BUNDLE_EXTRA=transfer_eval) must hold bin/transfer_eval.
 set -uo pipefail
 B=${B:-bundle}
@@ -23,6 +28,8 @@ zcat ${LOGS:-experiments/costmodel/data/h100_training_s1*.jsonl.gz} > "$work/h.j
 "$B/bin/tessel" db import --db "$work/g.db" "$work/h.jsonl" > "$OUT/import.txt" 2>&1 || { cat "$OUT/import.txt"; exit 1; }
 echo "$(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ); $(git rev-parse --short HEAD 2>/dev/null)" > "$OUT/summary.txt"
 : > "$OUT/sweep.txt"
+[ -n "${CACHE_GZ:-}" ] && zcat "$CACHE_GZ" > "$work/cache"
+run=0
 while IFS= read -r opts || [ -n "$opts" ]; do
   case "$opts" in \#*) continue ;; esac
   if [ $(( $(date +%s) - start )) -ge "${TIME_S:-540}" ]; then
@@ -30,11 +37,12 @@ while IFS= read -r opts || [ -n "$opts" ]; do
     continue
   fi
   t0=$(date +%s)
+  run=$((run + 1))
   # shellcheck disable=SC2086  # each line is a list of options
   "$B/bin/transfer_eval" --db "$work/g.db" --target cuda --cache "$work/cache" --input "${INPUT:-programs}" \
-    --folds 10 $opts > "$work/run.txt" 2>&1
+    --folds 10 $opts > "$OUT/run$run.txt" 2>&1
   rc=$?
-  { echo "== [$opts] rc=$rc, $(( $(date +%s) - t0 )) s"; cat "$work/run.txt"; } >> "$OUT/sweep.txt"
-  echo "[$opts] rc=$rc $(( $(date +%s) - t0 )) s: $(grep '^mean' "$work/run.txt")" >> "$OUT/summary.txt"
+  { echo "== [$opts] rc=$rc, $(( $(date +%s) - t0 )) s"; cat "$OUT/run$run.txt"; } >> "$OUT/sweep.txt"
+  echo "[$opts] rc=$rc $(( $(date +%s) - t0 )) s: $(grep '^mean' "$OUT/run$run.txt")" >> "$OUT/summary.txt"
 done < "$OPTIONS"
 rm -rf "$work"

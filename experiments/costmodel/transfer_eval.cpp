@@ -7,7 +7,7 @@
 //   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs|pairs]
 //                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
 //                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE] [--bag N]
-//                 [--train-records N]
+//                 [--train-records N] [--mlp W [--mlp-epochs N] [--mlp-hidden H] [--mlp-groups G] [--mlp-draw P] [--mlp-lr R]]
 //
 // --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
 // every row and column each model is the same), a program scored by the mean over the models of
@@ -15,6 +15,9 @@
 // --also-input I: as many models again with input I (rows, programs or pairs), their standardized
 // scores added to the others': an ensemble of two views of the programs.
 //
+// --mlp W: blend a neural ranker into the programs model with weight W (XGBoostModelOptions::mlp_weight;
+// a large W, such as 1000, ranks by the neural ranker alone); --mlp-epochs, --mlp-hidden (the first
+// layer's width, the second's half of it), --mlp-groups, --mlp-draw, --mlp-lr: its MlpOptions.
 // --train-records N: train on at most the first N records (in log order) of each training workload;
 // the held-out workloads are ranked on all of theirs. How much the records per workload are worth.
 //
@@ -233,6 +236,12 @@ static int run(int argc, char** argv) {
     else if (a == "--bag") bag = std::stoi(next());
     else if (a == "--train-records") train_records = std::stoi(next());
     else if (a == "--also-input") also_input = next();
+    else if (a == "--mlp") options.mlp_weight = std::stod(next());
+    else if (a == "--mlp-epochs") options.mlp.epochs = std::stoi(next());
+    else if (a == "--mlp-hidden") options.mlp.hidden1 = std::stoi(next()), options.mlp.hidden2 = options.mlp.hidden1 / 2;
+    else if (a == "--mlp-groups") options.mlp.groups_per_step = std::stoi(next());
+    else if (a == "--mlp-draw") options.mlp.programs_per_group = std::stoi(next());
+    else if (a == "--mlp-lr") options.mlp.learning_rate = std::stod(next());
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;

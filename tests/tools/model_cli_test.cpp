@@ -54,7 +54,15 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
 
     RunResult programs = tessel({"model", "train", "--db", db, "-o", dir.file("s.json"), "--model-input", "programs"});
     CHECK(programs.exit_code == 0);
-    CHECK_THAT(programs.out, Catch::Contains("input: programs"));
+    CHECK_THAT(programs.out, Catch::Contains("input: programs") && Catch::Contains("neural ranker weight: 1"));
+    RunResult trees_only = tessel({"model", "train", "--db", db, "-o", dir.file("t.json"), "--model-input", "programs",
+                                   "--mlp-weight", "0"});
+    CHECK(trees_only.exit_code == 0);
+    CHECK_THAT(trees_only.out, Catch::Contains("neural ranker weight: 0"));
+    RunResult rows_mlp = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--mlp-weight", "1"});
+    CHECK(rows_mlp.exit_code == 2);
+    CHECK_THAT(rows_mlp.err, Catch::StartsWith("error: --mlp-weight blends a neural ranker into a model of program "
+                                               "summaries; the 'rows' input has none"));
     RunResult programs_eval = tessel({"model", "eval", "--db", db, "--model", dir.file("s.json")});
     CHECK(programs_eval.exit_code == 0);
     CHECK_THAT(programs_eval.out, Catch::Contains("overall"));

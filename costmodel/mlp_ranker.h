@@ -1,0 +1,61 @@
+// A small neural ranker of program summaries: two hidden layers of rectified linear units and one
+// score, trained with the same pairwise logistic loss as the trees' rank objective (every pair of one
+// group whose labels differ, each group's pairs scaled by 1/(n - 1)). Held out on the H100 log it
+// ranks better than the trees alone and better still added to them, the two making different
+// mistakes (experiments/results/costmodel_gpu_2026-11-22/session18/README.md). Plain C++: the
+// products are written as row-times-matrix loops that the compiler vectorizes, spread over threads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tessel {
+
+struct MlpOptions {
+  int hidden1 = 256;
+  int hidden2 = 128;
+  int epochs = 300;           // passes over the groups of the training set
+  int groups_per_step = 64;   // groups whose programs make one gradient step
+  int programs_per_group = 16;  // of each group in a step, this many programs drawn at random (0: all)
+  int min_steps = 200;        // at least this many steps, however few the groups (a tuner's first tasks)
+  double learning_rate = 1e-3;  // Adam's
+  double weight_decay = 1e-5;   // L2 on every weight, added to the gradient
+  int nthread = 0;              // 0: every core
+  uint64_t seed = 0;
+};
+
+class MlpRanker {
+ public:
+  explicit MlpRanker(const MlpOptions& options = {});
+
+  // Trains from scratch. `rows` holds one row of `width` values per program; `labels` higher =
+  // faster (failures 0, below every success); `groups` the program's group: only programs of one
+  // group are compared. Deterministic for given options and data.
+  void train(const std::vector<float>& rows, int width, const std::vector<double>& labels,
+             const std::vector<int>& groups);
+  // One score per row, higher = predicted faster; zeros before training.
+  std::vector<double> predict(const std::vector<float>& rows) const;
+  bool trained() const { return width_ > 0; }
+  int width() const { return width_; }
+  const MlpOptions& options() const { return options_; }
+
+  // The options and weights; from_json throws InputError naming what is damaged.
+  nlohmann::json to_json() const;
+  static MlpRanker from_json(const nlohmann::json& j);
+
+  struct Layer {
+    int in = 0, out = 0;
+    std::vector<float> weight;  // in x out, row-major: weight[i * out + o]
+    std::vector<float> bias;    // out
+  };
+
+ private:
+  MlpOptions options_;
+  int width_ = 0;
+  std::vector<float> shift_, scale_;  // input standardization: (clip(x) - shift) * scale
+  Layer layers_[3];
+};
+
+}  // namespace tessel

@@ -154,7 +154,7 @@ void adam_range(std::vector<float>& p, const std::vector<const std::vector<float
 }
 
 bool options_valid(const MlpOptions& o) {
-  return o.hidden1 > 0 && o.hidden2 > 0 && o.epochs > 0 && o.groups_per_step > 0 && o.programs_per_group >= 0 && o.min_steps >= 0 &&
+  return o.hidden1 > 0 && o.hidden2 > 0 && o.epochs > 0 && o.groups_per_step > 0 && o.programs_per_group >= 0 && o.programs_per_group != 1 && o.min_steps >= 0 &&
          o.learning_rate > 0 && o.weight_decay >= 0 && o.nthread >= 0;
 }
 
@@ -164,14 +164,10 @@ MlpRanker::MlpRanker(const MlpOptions& options) : options_(options) {
   TESSEL_CHECK(options_valid(options), "MlpOptions out of range");
 }
 
-void MlpRanker::train(const std::vector<float>& rows, int width, const std::vector<double>& labels,
-                      const std::vector<int>& groups) {
-  TESSEL_CHECK(width > 0 && rows.size() == labels.size() * static_cast<size_t>(width) && groups.size() == labels.size(),
-               "MlpRanker::train: rows, labels and groups do not agree");
-  const size_t n = labels.size();
+// Standardization from the training rows, He-initialized weights, zero biases.
+void MlpRanker::initialize(const std::vector<float>& rows, int width, std::mt19937_64& rng) {
   const size_t w = static_cast<size_t>(width);
-
-  // Standardization from the training rows.
+  const size_t n = rows.size() / w;
   width_ = width;
   shift_.assign(w, 0.0f);
   scale_.assign(w, 1.0f);
@@ -187,8 +183,6 @@ void MlpRanker::train(const std::vector<float>& rows, int width, const std::vect
     shift_[c] = static_cast<float>(mean);
     scale_[c] = sd > 1e-6 ? static_cast<float>(1.0 / sd) : 1.0f;
   }
-
-  std::mt19937_64 rng(options_.seed ^ 0x6d6c7072616e6bULL);
   const int sizes[4] = {width, options_.hidden1, options_.hidden2, 1};
   for (int k = 0; k < 3; ++k) {
     Layer& l = layers_[k];
@@ -199,6 +193,17 @@ void MlpRanker::train(const std::vector<float>& rows, int width, const std::vect
     for (float& v : l.weight) v = he(rng);
     l.bias.assign(static_cast<size_t>(l.out), 0.0f);
   }
+}
+
+void MlpRanker::train(const std::vector<float>& rows, int width, const std::vector<double>& labels,
+                      const std::vector<int>& groups, bool resume) {
+  TESSEL_CHECK(width > 0 && rows.size() == labels.size() * static_cast<size_t>(width) && groups.size() == labels.size(),
+               "MlpRanker::train: rows, labels and groups do not agree");
+  const size_t n = labels.size();
+  const size_t w = static_cast<size_t>(width);
+  std::mt19937_64 rng(options_.seed ^ 0x6d6c7072616e6bULL ^ (resume ? n : 0));
+  resume = resume && trained() && width == width_;
+  if (!resume) initialize(rows, width, rng);
 
   // The groups that hold a pair to learn from, their members in sample order.
   std::map<int, std::vector<size_t>> by_group;
@@ -209,8 +214,8 @@ void MlpRanker::train(const std::vector<float>& rows, int width, const std::vect
     for (size_t p : idx) differ |= labels[p] != labels[idx.front()];
     if (differ) members.push_back(std::move(idx));
   }
-  if (members.empty()) {  // nothing to rank yet: stay untrained
-    width_ = 0;
+  if (members.empty()) {  // nothing to rank yet: stay untrained (or as loaded)
+    if (!resume) width_ = 0;
     return;
   }
 
@@ -322,27 +327,20 @@ std::vector<double> MlpRanker::predict(const std::vector<float>& rows) const {
   return std::vector<double>(act.score.begin(), act.score.end());
 }
 
-nlohmann::json MlpRanker::to_json() const {
-  nlohmann::json layers = nlohmann::json::array();
-  if (trained())
-    for (const Layer& l : layers_) layers.push_back({{"in", l.in}, {"out", l.out}, {"weight", l.weight}, {"bias", l.bias}});
-  return {{"hidden1", options_.hidden1},
-          {"hidden2", options_.hidden2},
-          {"epochs", options_.epochs},
-          {"groups_per_step", options_.groups_per_step},
-          {"programs_per_group", options_.programs_per_group},
-          {"min_steps", options_.min_steps},
-          {"learning_rate", options_.learning_rate},
-          {"weight_decay", options_.weight_decay},
-          {"nthread", options_.nthread},
-          {"seed", options_.seed},
-          {"width", width_},
-          {"shift", shift_},
-          {"scale", scale_},
-          {"layers", layers}};
+nlohmann::json MlpRanker::options_to_json(const MlpOptions& o) {
+  return {{"hidden1", o.hidden1},
+          {"hidden2", o.hidden2},
+          {"epochs", o.epochs},
+          {"groups_per_step", o.groups_per_step},
+          {"programs_per_group", o.programs_per_group},
+          {"min_steps", o.min_steps},
+          {"learning_rate", o.learning_rate},
+          {"weight_decay", o.weight_decay},
+          {"nthread", o.nthread},
+          {"seed", o.seed}};
 }
 
-MlpRanker MlpRanker::from_json(const nlohmann::json& j) {
+MlpOptions MlpRanker::options_from_json(const nlohmann::json& j) {
   MlpOptions o;
   o.hidden1 = j.at("hidden1").get<int>();
   o.hidden2 = j.at("hidden2").get<int>();
@@ -355,6 +353,23 @@ MlpRanker MlpRanker::from_json(const nlohmann::json& j) {
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
   if (!options_valid(o)) throw InputError("neural ranker: options out of range");
+  return o;
+}
+
+nlohmann::json MlpRanker::to_json() const {
+  nlohmann::json layers = nlohmann::json::array();
+  if (trained())
+    for (const Layer& l : layers_) layers.push_back({{"in", l.in}, {"out", l.out}, {"weight", l.weight}, {"bias", l.bias}});
+  nlohmann::json j = options_to_json(options_);
+  j["width"] = width_;
+  j["shift"] = shift_;
+  j["scale"] = scale_;
+  j["layers"] = layers;
+  return j;
+}
+
+MlpRanker MlpRanker::from_json(const nlohmann::json& j) {
+  const MlpOptions o = options_from_json(j);
   MlpRanker m(o);
   m.width_ = j.at("width").get<int>();
   if (m.width_ == 0) return m;

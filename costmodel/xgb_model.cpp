@@ -38,8 +38,9 @@ namespace {
 constexpr double kMinWeight = 0.3;
 constexpr const char* kFileFormat = "tessel-cost-model";
 // 2: the options name the model's input (rows or programs); a tessel reading version 1 only would
-// take a programs model for a rows one. 3: a neural ranker may be blended in (mlp_weight); its weights
-// and both models' spreads are saved.
+// take a programs model for a rows one. 3: a neural ranker is blended in (mlp_weight); its weights and
+// both models' spreads are saved. A model without a trained ranker is still written as version 2,
+// which an earlier tessel reads (it ignores the options it does not know).
 constexpr int kFileVersion = 3;
 // A new programs model's neural-ranker weight (default_mlp_weight).
 constexpr double kDefaultMlpWeight = 1.0;
@@ -175,7 +176,8 @@ nlohmann::json options_to_json(const XGBoostModelOptions& o) {
           {"lambda", o.lambda},                 {"min_child_weight", o.min_child_weight},
           {"subsample", o.subsample},           {"colsample", o.colsample},
           {"input", model_input_name(o.input)}, {"pair_partners", o.pair_partners},
-          {"anchors", o.anchors},               {"mlp_weight", o.mlp_weight}};
+          {"anchors", o.anchors},               {"mlp_weight", o.mlp_weight},
+          {"mlp", MlpRanker::options_to_json(o.mlp)}};
 }
 
 // The value a name (as objective_name / model_input_name print it) stands for; nullopt for another name.
@@ -214,6 +216,7 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.pair_partners = j.value("pair_partners", o.pair_partners);
   o.anchors = j.value("anchors", o.anchors);
   o.mlp_weight = j.value("mlp_weight", 0.0);
+  if (j.contains("mlp")) o.mlp = MlpRanker::options_from_json(j.at("mlp"));
   return o;
 }
 
@@ -471,11 +474,16 @@ std::vector<double> XGBoostModel::blend(std::vector<double> tree_scores, const s
 
 void XGBoostModel::train_mlp(const std::vector<float>& summaries, const std::vector<double>& labels,
                              const std::vector<int>& groups, const std::vector<double>& tree_scores) {
-  MlpOptions o = options_.mlp;
-  if (o.nthread == 0) o.nthread = options_.nthread;
-  o.seed ^= options_.seed;
-  mlp_ = MlpRanker(o);
-  mlp_.train(summaries, program_summary_width(), labels, groups);
+  if (mlp_loaded_ && mlp_.trained()) {
+    // A loaded ranker learned from samples this model no longer holds: it goes on from its weights.
+    mlp_.train(summaries, program_summary_width(), labels, groups, true);
+  } else {
+    MlpOptions o = options_.mlp;
+    if (o.nthread == 0) o.nthread = options_.nthread;
+    o.seed ^= options_.seed;
+    mlp_ = MlpRanker(o);
+    mlp_.train(summaries, program_summary_width(), labels, groups);
+  }
   if (!mlp_.trained()) return;
   tree_spread_ = typical_spread(tree_scores, groups);
   mlp_spread_ = typical_spread(mlp_.predict(summaries), groups);
@@ -577,7 +585,7 @@ void XGBoostModel::update_pairs() {
 
 void XGBoostModel::save(const std::string& path) const {
   nlohmann::json file = {{"format", kFileFormat},
-                         {"format_version", kFileVersion},
+                         {"format_version", mlp_.trained() ? kFileVersion : 2},
                          {"feature_version", kFeatureVersion},
                          {"feature_width", feature_width()},
                          {"options", options_to_json(options_)},
@@ -623,7 +631,12 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
                        " (width " + std::to_string(width) + "), this tessel extracts version " +
                        std::to_string(kFeatureVersion) + " (width " + std::to_string(feature_width()) +
                        "); retrain it with `tessel model train`");
-    XGBoostModelOptions options = options_from_json(file.at("options"));
+    XGBoostModelOptions options;
+    try {
+      options = options_from_json(file.at("options"));
+    } catch (const InputError& e) {
+      throw InputError("cost model '" + path + "' is damaged: " + e.what());
+    }
     if (!options_valid(options)) throw InputError("cost model '" + path + "' is damaged: options out of range");
     auto model = std::make_unique<XGBoostModel>(options);
     model->samples_seen_ = file.at("num_samples").get<int64_t>();
@@ -634,7 +647,7 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
       } catch (const InputError& e) {
         throw InputError("cost model '" + path + "' is damaged: " + e.what());
       }
-      model->options_.mlp = model->mlp_.options();
+      model->mlp_loaded_ = true;
       if (model->mlp_.width() != program_summary_width())
         throw InputError("cost model '" + path + "' is damaged: its neural ranker reads " +
                          std::to_string(model->mlp_.width()) + " columns, a program summary has " +

@@ -131,6 +131,7 @@ class XGBoostModel : public CostModel {
                  const std::vector<double>& tree_scores);
   XGBoostModelOptions options_;
   MlpRanker mlp_;
+  bool mlp_loaded_ = false;  // mlp_ came from a file: updates go on from its weights
   double tree_spread_ = 1.0, mlp_spread_ = 1.0;  // typical score spread within a training group
   std::unique_ptr<Impl> impl_;
   std::vector<TrainingSample> samples_;

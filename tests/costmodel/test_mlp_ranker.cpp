@@ -160,13 +160,36 @@ TEST_CASE("a programs model blends the neural ranker in and saves it", "[costmod
   model.save(path);
   std::unique_ptr<XGBoostModel> loaded = XGBoostModel::load(path);
   CHECK(loaded->options().mlp_weight == 1.0);
+  CHECK(loaded->options().mlp.seed == o.mlp.seed);
+  CHECK(loaded->options().mlp.min_steps == 100);
   CHECK(loaded->predict(probe) == blended);
+  // Updated with a few new samples, a loaded model goes on from its ranker instead of learning anew
+  // from those alone.
+  {
+    std::unique_ptr<XGBoostModel> resumed = XGBoostModel::load(path);
+    std::vector<TrainingSample> few(samples.begin() + 150, samples.begin() + 160);
+    resumed->update(few);
+    XGBoostModel fresh(o);
+    fresh.update(few);
+    RankingMetrics r = evaluate_ranking(resumed->predict(probe), latencies, std::vector<std::string>(probe.size(), "g"));
+    RankingMetrics f = evaluate_ranking(fresh.predict(probe), latencies, std::vector<std::string>(probe.size(), "g"));
+    INFO("resumed " << r.pairwise_accuracy << ", fresh on 10 samples " << f.pairwise_accuracy);
+    CHECK(r.pairwise_accuracy > 0.85);
+    CHECK(r.pairwise_accuracy > f.pairwise_accuracy);
+  }
   // Without its neural ranker the same trees score differently: the blend is really in the scores.
   XGBoostModelOptions trees_only = o;
   trees_only.mlp_weight = 0;
   XGBoostModel plain(trees_only);
   plain.update(std::vector<TrainingSample>(samples.begin(), samples.begin() + 150));
   CHECK(plain.predict(probe) != blended);
+  // Without a trained ranker the file stays version 2, which an earlier tessel reads.
+  const std::string plain_path = path + ".plain";
+  plain.save(plain_path);
+  nlohmann::json p;
+  std::ifstream(plain_path) >> p;
+  CHECK(p["format_version"] == 2);
+  std::filesystem::remove(plain_path);
 
   nlohmann::json j;
   std::ifstream(path) >> j;

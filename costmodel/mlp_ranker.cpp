@@ -260,10 +260,7 @@ void MlpRanker::train(const std::vector<float>& rows, int width, const std::vect
     x.resize(rows_in_batch * w);
     size_t r = 0;
     for (const auto* g : batch)
-      for (size_t p : *g) {
-        for (size_t c = 0; c < w; ++c) x[r * w + c] = (std::max(rows[p * w + c], kFloor) - shift_[c]) * scale_[c];
-        ++r;
-      }
+      for (size_t p : *g) standardize(&rows[p * w], &x[r++ * w]);
     act.resize(rows_in_batch, layers_);
     parallel_slices(rows_in_batch, threads, 64, [&](size_t b, size_t e, int) { forward(layers_, x.data(), act, b, e); });
 
@@ -313,14 +310,17 @@ void MlpRanker::train(const std::vector<float>& rows, int width, const std::vect
   }
 }
 
+void MlpRanker::standardize(const float* row, float* out) const {
+  for (size_t c = 0; c < shift_.size(); ++c) out[c] = (std::max(row[c], kFloor) - shift_[c]) * scale_[c];
+}
+
 std::vector<double> MlpRanker::predict(const std::vector<float>& rows) const {
   TESSEL_CHECK(trained(), "MlpRanker::predict: not trained");
   const size_t w = static_cast<size_t>(width_);
   TESSEL_CHECK(rows.size() % w == 0, "MlpRanker::predict: rows do not match the trained width");
   const size_t n = rows.size() / w;
   std::vector<float> x(rows.size());
-  for (size_t r = 0; r < n; ++r)
-    for (size_t c = 0; c < w; ++c) x[r * w + c] = (std::max(rows[r * w + c], kFloor) - shift_[c]) * scale_[c];
+  for (size_t r = 0; r < n; ++r) standardize(&rows[r * w], &x[r * w]);
   Activations act;
   act.resize(n, layers_);
   parallel_slices(n, thread_count(options_.nthread), 64, [&](size_t b, size_t e, int) { forward(layers_, x.data(), act, b, e); });

@@ -61,6 +61,8 @@ class MlpRanker {
 
  private:
   void initialize(const std::vector<float>& rows, int width, std::mt19937_64& rng);
+  // One input row as the layers read it: floored, shifted and scaled.
+  void standardize(const float* row, float* out) const;
   MlpOptions options_;
   int width_ = 0;
   std::vector<float> shift_, scale_;  // input standardization: (clip(x) - shift) * scale

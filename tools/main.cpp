@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
                        "what the cost model scores: programs (one summary each; default for cuda), rows (every "
                        "store, summed; default for llvm) or pairs (two programs' summaries: which is faster)");
   tune_cmd->add_option("--mlp-weight", tune.mlp_weight,
-                       "programs input: the neural ranker's share of the cost model's score (default 1; 0: trees only)");
+                       "programs input: the neural ranker's share of the cost model's score (default 1; 0: trees only)")
+      ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--strategy", tune.strategy, "evolution (default) or random (sketch samples only)");
   tune_cmd->add_option("--population", tune.population, "schedules per generation (default 192)")
       ->check(CLI::Range(2, 100000));
@@ -173,7 +174,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--model-input", model.model_input,
                         "what the model scores: programs (default for cuda), rows (default for llvm) or pairs");
   train_cmd->add_option("--mlp-weight", model.mlp_weight,
-                        "programs input: the neural ranker's share of the score (default 1; 0: trees only)");
+                        "programs input: the neural ranker's share of the score (default 1; 0: trees only)")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* eval_cmd = model_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
   eval_cmd->add_option("--db", model.db, "tuning log (SQLite) with the records to rank (required)");
   eval_cmd->add_option("--model", model.model, "a model saved by `tessel model train` (required)");

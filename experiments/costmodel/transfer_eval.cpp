@@ -6,7 +6,7 @@
 //
 //   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs|pairs]
 //                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
-//                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE] [--bag N]
+//                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE] [--scores FILE] [--bag N]
 //                 [--train-records N] [--mlp W [--mlp-epochs N] [--mlp-hidden H] [--mlp-groups G] [--mlp-draw P] [--mlp-lr R]]
 //
 // --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
@@ -28,6 +28,9 @@
 // --dump writes the samples as CSV (program, workload, latency_s, then the feature columns; one line
 // per row of a program; after --rel and --drop have rewritten them) and exits: for exploring
 // features outside C++. The cache is per target: one built for llvm is not read for --target cuda.
+//
+// --scores writes every ranked program's held-out score as CSV (program, as --dump numbers them,
+// workload, group, latency_s, score): for blending with scores computed elsewhere on the same folds.
 //
 // --drop zeroes the listed columns (comma-separated feature names, or a prefix ending in '*') in
 // training and evaluation alike: an ablation without rebuilding the features.
@@ -204,7 +207,7 @@ std::vector<int> columns_named(const std::string& list) {
 }  // namespace
 
 static int run(int argc, char** argv) {
-  std::string db, cache, drop, dump, input, also_input, target = "llvm";
+  std::string db, cache, drop, dump, scores_path, input, also_input, target = "llvm";
   int rel = 0, folds = 0, bag = 1, train_records = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
@@ -233,6 +236,7 @@ static int run(int argc, char** argv) {
     else if (a == "--rel") rel = std::stoi(next());
     else if (a == "--self") self = true;
     else if (a == "--dump") dump = next();
+    else if (a == "--scores") scores_path = next();
     else if (a == "--bag") bag = std::stoi(next());
     else if (a == "--train-records") train_records = std::stoi(next());
     else if (a == "--also-input") also_input = next();
@@ -302,6 +306,12 @@ static int run(int argc, char** argv) {
   for (const std::string& k : d.keys)
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
 
+  std::ofstream scores_out;
+  if (!scores_path.empty()) {
+    scores_out.open(scores_path);
+    if (!scores_out) throw InputError("cannot write --scores file '" + scores_path + "'");
+    scores_out << "program,workload,group,latency_s,score\n";
+  }
   double sum_pw = 0, sum_rec = 0;
   std::printf("%-18s %9s %10s %12s\n", "held out", "programs", "pairwise", "top-5% recall");
   // Each round trains one model and ranks the workloads it held out: every workload alone, or with
@@ -336,8 +346,10 @@ static int run(int argc, char** argv) {
       std::vector<ProgramFeatures> test;
       std::vector<double> lat;
       std::vector<std::string> groups;
+      std::vector<size_t> index;
       for (size_t i = 0; i < d.samples.size(); ++i)
         if (ranked[i] && d.keys[i] == k) {
+          index.push_back(i);
           test.push_back(d.samples[i].features);
           lat.push_back(d.samples[i].latency_s);
           groups.push_back(d.samples[i].group);
@@ -350,6 +362,12 @@ static int run(int argc, char** argv) {
         for (double v : p) var += (v - mean) * (v - mean) / static_cast<double>(p.size());
         const double sd = var > 0 ? std::sqrt(var) : 1.0;
         for (size_t i = 0; i < p.size(); ++i) score[i] += (p[i] - mean) / sd;
+      }
+      if (scores_out.is_open()) {
+        scores_out.precision(9);
+        for (size_t j = 0; j < index.size(); ++j)
+          scores_out << index[j] << ',' << k << ',' << groups[j] << ',' << lat[j] << ',' << score[j] << '\n';
+        scores_out.flush();
       }
       RankingMetrics m = evaluate_ranking(score, lat, groups);
       std::printf("%-18s %9zu %10.3f %12.3f\n", k.c_str(), test.size(), m.pairwise_accuracy, m.top_recall);

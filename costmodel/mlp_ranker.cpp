@@ -1,5 +1,6 @@
-// The neural ranker: standardized inputs, two ReLU layers, one linear score; Adam on the pairwise
-// logistic loss, a few groups per step. See mlp_ranker.h.
+// The neural ranker: standardized inputs, an optional encoder of feature rows summed per program, one or
+// two ReLU layers (dropout on the last one's input in training), one linear score, the batch's products
+// through OpenBLAS; Adam on the pairwise logistic loss, a few groups per step. See mlp_ranker.h.
 #include "costmodel/mlp_ranker.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include <cblas.h>
 #include <sched.h>
 
 #include "schedule/te/error.h"
@@ -32,97 +34,37 @@ int thread_count(int nthread) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-// Calls work(begin, end, part) on `parts` contiguous slices of [0, n) on their own threads (the first
-// on this one); `parts` is cut down so that no slice is shorter than `min_slice`.
-template <typename Work>
-int parallel_slices(size_t n, int parts, size_t min_slice, Work work) {
-  parts = static_cast<int>(std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(parts), n / std::max<size_t>(1, min_slice))));
-  std::vector<std::thread> pool;
-  auto slice = [&](int p) { work(n * p / parts, n * (p + 1) / parts, p); };
-  for (int p = 1; p < parts; ++p) pool.emplace_back(slice, p);
-  slice(0);
-  for (std::thread& t : pool) t.join();
-  return parts;
-}
-
-// The hot loops are compiled twice, for x86-64's baseline and for AVX2 with FMA (chosen at load
-// time by the CPU), the small helpers inlined into each.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TESSEL_VECTOR_CLONES __attribute__((target_clones("default", "arch=haswell")))
-#else
-#define TESSEL_VECTOR_CLONES
-#endif
-
-inline __attribute__((always_inline)) void axpy(float a, const float* x, float* y, int n) {
-#pragma omp simd
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
-inline __attribute__((always_inline)) float dot(const float* x, const float* y, int n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int i = 0; i < n; ++i) s += x[i] * y[i];
-  return s;
-}
-
 using Layer = MlpRanker::Layer;
 
-// out[r] = relu?(in[r] W + b) for rows [begin, end).
-TESSEL_VECTOR_CLONES void layer_forward(const Layer& l, const float* in, float* out, size_t begin, size_t end, bool relu) {
-  for (size_t r = begin; r < end; ++r) {
-    float* o = out + r * static_cast<size_t>(l.out);
-    std::copy(l.bias.begin(), l.bias.end(), o);
-    const float* x = in + r * static_cast<size_t>(l.in);
-    for (int i = 0; i < l.in; ++i)
-      if (x[i] != 0) axpy(x[i], &l.weight[static_cast<size_t>(i) * l.out], o, l.out);
-    if (relu)
-      for (int j = 0; j < l.out; ++j) o[j] = std::max(o[j], 0.0f);
+// C (m x n) = A B + beta C, all row-major; `ta` / `tb`: A / B stored transposed (k x m, n x k).
+void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const float* a, const float* b, float beta, float* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (size_t i = 0; i < m * n; ++i) c[i] *= beta;
+    return;
   }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(ta ? m : k), b,
+              static_cast<int>(tb ? k : n), beta, c, static_cast<int>(n));
 }
 
-// Activations of a batch of rows: the two hidden layers and the scores.
-struct Activations {
-  std::vector<float> h1, h2, score;
-  void resize(size_t rows, const Layer* layers) {
-    h1.resize(rows * static_cast<size_t>(layers[0].out));
-    h2.resize(rows * static_cast<size_t>(layers[1].out));
-    score.resize(rows);
-  }
-};
-
-void forward(const Layer* layers, const float* x, Activations& a, size_t begin, size_t end) {
-  layer_forward(layers[0], x, a.h1.data(), begin, end, true);
-  layer_forward(layers[1], a.h1.data(), a.h2.data(), begin, end, true);
-  layer_forward(layers[2], a.h2.data(), a.score.data(), begin, end, false);
+// out (rows x l.out) = relu?(in l.weight + l.bias).
+void dense(const Layer& l, const float* in, size_t rows, std::vector<float>& out, bool relu) {
+  const size_t width = static_cast<size_t>(l.out);
+  out.resize(rows * width);
+  for (size_t r = 0; r < rows; ++r) std::copy(l.bias.begin(), l.bias.end(), out.begin() + static_cast<ptrdiff_t>(r * width));
+  gemm(false, false, rows, width, static_cast<size_t>(l.in), in, l.weight.data(), 1.0f, out.data());
+  if (relu)
+    for (float& v : out) v = std::max(v, 0.0f);
 }
 
-// Accumulates into `grad` (the three layers' weight and bias gradients) the gradient of the loss
-// whose derivative by each row's score is d_score, for rows [begin, end).
-TESSEL_VECTOR_CLONES void backward(const Layer* layers, const float* x, const Activations& a, const std::vector<float>& d_score,
-              Layer* grad, size_t begin, size_t end) {
-  const int h1 = layers[0].out, h2 = layers[1].out, in = layers[0].in;
-  std::vector<float> g2(static_cast<size_t>(h2)), g1(static_cast<size_t>(h1));
-  for (size_t r = begin; r < end; ++r) {
-    const float d = d_score[r];
-    if (d == 0) continue;
-    const float* a1 = &a.h1[r * static_cast<size_t>(h1)];
-    const float* a2 = &a.h2[r * static_cast<size_t>(h2)];
-    const float* xr = x + r * static_cast<size_t>(in);
-    // score = a2 . w3 + b3
-    axpy(d, a2, grad[2].weight.data(), h2);
-    grad[2].bias[0] += d;
-    for (int j = 0; j < h2; ++j) g2[static_cast<size_t>(j)] = a2[j] > 0 ? d * layers[2].weight[static_cast<size_t>(j)] : 0.0f;
-    // a2 = relu(a1 W2 + b2)
-    for (int i = 0; i < h1; ++i)
-      if (a1[i] > 0) axpy(a1[i], g2.data(), &grad[1].weight[static_cast<size_t>(i) * h2], h2);
-    axpy(1.0f, g2.data(), grad[1].bias.data(), h2);
-    for (int i = 0; i < h1; ++i)
-      g1[static_cast<size_t>(i)] = a1[i] > 0 ? dot(g2.data(), &layers[1].weight[static_cast<size_t>(i) * h2], h2) : 0.0f;
-    // a1 = relu(x W1 + b1)
-    for (int i = 0; i < in; ++i)
-      if (xr[i] != 0) axpy(xr[i], g1.data(), &grad[0].weight[static_cast<size_t>(i) * h1], h1);
-    axpy(1.0f, g1.data(), grad[0].bias.data(), h1);
-  }
+// A layer's gradient from its input `in` (rows x l.in) and the gradient `g` (rows x l.out) by its output.
+void layer_gradient(const Layer& l, const float* in, const float* g, size_t rows, Layer& grad) {
+  const size_t width = static_cast<size_t>(l.out);
+  gemm(true, false, static_cast<size_t>(l.in), width, rows, in, g, 0.0f, grad.weight.data());
+  std::fill(grad.bias.begin(), grad.bias.end(), 0.0f);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < width; ++j) grad.bias[j] += g[r * width + j];
 }
 
 Layer zero_like(const Layer& l) {
@@ -134,76 +76,211 @@ Layer zero_like(const Layer& l) {
   return z;
 }
 
-// Adam's moments of one layer.
-struct Moments {
-  Layer m, v;
-};
-
-// Sums the parts' gradients of elements [begin, end) of one parameter vector into parts[0] and takes
-// Adam's step on them.
-void adam_range(std::vector<float>& p, const std::vector<const std::vector<float>*>& parts, std::vector<float>& m,
-                std::vector<float>& v, double lr, double decay, int step, size_t begin, size_t end) {
-  const float c1 = static_cast<float>(1.0 - std::pow(0.9, step)), c2 = static_cast<float>(1.0 - std::pow(0.999, step));
-  for (size_t i = begin; i < end; ++i) {
-    float gi = static_cast<float>(decay) * p[i];
-    for (const std::vector<float>* part : parts) gi += (*part)[i];
-    m[i] = 0.9f * m[i] + 0.1f * gi;
-    v[i] = 0.999f * v[i] + 0.001f * gi * gi;
-    p[i] -= static_cast<float>(lr) * (m[i] / c1) / (std::sqrt(v[i] / c2) + 1e-8f);
-  }
+Layer he_initialized(int in, int out, std::mt19937_64& rng) {
+  Layer l;
+  l.in = in;
+  l.out = out;
+  std::normal_distribution<float> he(0.0f, static_cast<float>(std::sqrt(2.0 / in)));
+  l.weight.resize(static_cast<size_t>(in) * static_cast<size_t>(out));
+  for (float& v : l.weight) v = he(rng);
+  l.bias.assign(static_cast<size_t>(out), 0.0f);
+  return l;
 }
 
-bool options_valid(const MlpOptions& o) {
-  return o.hidden1 > 0 && o.hidden2 > 0 && o.epochs > 0 && o.groups_per_step > 0 && o.programs_per_group >= 0 && o.programs_per_group != 1 && o.min_steps >= 0 &&
-         o.learning_rate > 0 && o.weight_decay >= 0 && o.nthread >= 0;
-}
-
-}  // namespace
-
-MlpRanker::MlpRanker(const MlpOptions& options) : options_(options) {
-  TESSEL_CHECK(options_valid(options), "MlpOptions out of range");
-}
-
-// Standardization from the training rows, He-initialized weights, zero biases.
-void MlpRanker::initialize(const std::vector<float>& rows, int width, std::mt19937_64& rng) {
-  const size_t w = static_cast<size_t>(width);
-  const size_t n = rows.size() / w;
-  width_ = width;
-  shift_.assign(w, 0.0f);
-  scale_.assign(w, 1.0f);
-  for (size_t c = 0; c < w; ++c) {
+// Per column of the rows (width values each, floored), the shift and scale that standardize it.
+void standardization(const float* rows, size_t n, size_t width, std::vector<float>& shift, std::vector<float>& scale) {
+  shift.assign(width, 0.0f);
+  scale.assign(width, 1.0f);
+  for (size_t c = 0; c < width; ++c) {
     double sum = 0, sq = 0;
     for (size_t r = 0; r < n; ++r) {
-      const double v = std::max(rows[r * w + c], kFloor);
+      const double v = std::max(rows[r * width + c], kFloor);
       sum += v;
       sq += v * v;
     }
     const double mean = n ? sum / static_cast<double>(n) : 0.0;
     const double sd = n ? std::sqrt(std::max(0.0, sq / static_cast<double>(n) - mean * mean)) : 0.0;
-    shift_[c] = static_cast<float>(mean);
-    scale_[c] = sd > 1e-6 ? static_cast<float>(1.0 / sd) : 1.0f;
-  }
-  const int sizes[4] = {width, options_.hidden1, options_.hidden2, 1};
-  for (int k = 0; k < 3; ++k) {
-    Layer& l = layers_[k];
-    l.in = sizes[k];
-    l.out = sizes[k + 1];
-    std::normal_distribution<float> he(0.0f, static_cast<float>(std::sqrt(2.0 / l.in)));
-    l.weight.resize(static_cast<size_t>(l.in) * l.out);
-    for (float& v : l.weight) v = he(rng);
-    l.bias.assign(static_cast<size_t>(l.out), 0.0f);
+    shift[c] = static_cast<float>(mean);
+    scale[c] = sd > 1e-6 ? static_cast<float>(1.0 / sd) : 1.0f;
   }
 }
 
-void MlpRanker::train(const std::vector<float>& rows, int width, const std::vector<double>& labels,
+void standardize(const float* row, const std::vector<float>& shift, const std::vector<float>& scale, float* out) {
+  for (size_t c = 0; c < shift.size(); ++c) out[c] = (std::max(row[c], kFloor) - shift[c]) * scale[c];
+}
+
+// Adam's step on one parameter vector p, its gradient g (plus the L2 term).
+void adam(std::vector<float>& p, const std::vector<float>& g, std::vector<float>& m, std::vector<float>& v, double lr,
+          double decay, int step) {
+  const float c1 = static_cast<float>(1.0 - std::pow(0.9, step)), c2 = static_cast<float>(1.0 - std::pow(0.999, step));
+  const float rate = static_cast<float>(lr), l2 = static_cast<float>(decay);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const float gi = l2 * p[i] + g[i];
+    m[i] = 0.9f * m[i] + 0.1f * gi;
+    v[i] = 0.999f * v[i] + 0.001f * gi * gi;
+    p[i] -= rate * (m[i] / c1) / (std::sqrt(v[i] / c2) + 1e-8f);
+  }
+}
+
+bool options_valid(const MlpOptions& o) {
+  return o.encoder >= 0 && o.hidden1 > 0 && o.hidden2 >= 0 && o.epochs > 0 && o.groups_per_step > 0 &&
+         o.programs_per_group >= 0 && o.programs_per_group != 1 && o.min_steps >= 0 && o.learning_rate > 0 &&
+         o.weight_decay >= 0 && o.dropout >= 0 && o.dropout < 1 && o.nthread >= 0;
+}
+
+}  // namespace
+
+// One batch through the network: its inputs, every layer's output, and the dropout factors.
+struct MlpRanker::Pass {
+  size_t programs = 0;
+  std::vector<float> rows;          // standardized feature rows (with an encoder)
+  std::vector<size_t> first_row;    // programs + 1
+  std::vector<float> e1, e2;        // the encoder's layers, a row each
+  std::vector<std::vector<float>> act;  // act[k]: head layer k's input (act[0] the pooled rows and the summary); act.back() the scores
+  std::vector<float> keep;          // dropout factors of the dropped layer's input (0 or 1 / (1 - dropout))
+  std::vector<float> kept;          // that input times them
+  size_t dropped = 0;               // the head layer whose input drops out: the last hidden one
+};
+
+MlpRanker::MlpRanker(const MlpOptions& options) : options_(options) {
+  TESSEL_CHECK(options_valid(options), "MlpOptions out of range");
+}
+
+std::vector<MlpRanker::Layer*> MlpRanker::parameters() {
+  std::vector<Layer*> p;
+  for (Layer& l : encoder_) p.push_back(&l);
+  for (Layer& l : head_) p.push_back(&l);
+  return p;
+}
+
+// Standardization from the training programs (and rows), He-initialized weights, zero biases.
+void MlpRanker::initialize(const MlpInputs& inputs, int summary_width, int row_width, std::mt19937_64& rng) {
+  const size_t n = inputs.summaries.size() / static_cast<size_t>(summary_width);
+  width_ = summary_width;
+  row_width_ = options_.encoder > 0 ? row_width : 0;
+  standardization(inputs.summaries.data(), n, static_cast<size_t>(width_), shift_, scale_);
+  encoder_.clear();
+  head_.clear();
+  if (row_width_ > 0) {
+    standardization(inputs.rows.data(), inputs.rows.size() / static_cast<size_t>(row_width_),
+                    static_cast<size_t>(row_width_), row_shift_, row_scale_);
+    encoder_.push_back(he_initialized(row_width_, options_.encoder, rng));
+    encoder_.push_back(he_initialized(options_.encoder, options_.encoder, rng));
+  } else {
+    row_shift_.clear();
+    row_scale_.clear();
+  }
+  int in = width_ + (row_width_ > 0 ? options_.encoder : 0);
+  for (int hidden : {options_.hidden1, options_.hidden2}) {
+    if (hidden == 0) continue;
+    head_.push_back(he_initialized(in, hidden, rng));
+    in = hidden;
+  }
+  head_.push_back(he_initialized(in, 1, rng));
+}
+
+void MlpRanker::load_batch(const MlpInputs& inputs, const std::vector<size_t>& programs, Pass& pass) const {
+  const size_t w = static_cast<size_t>(width_), he = row_width_ > 0 ? static_cast<size_t>(options_.encoder) : 0;
+  const size_t in = he + w;
+  pass.programs = programs.size();
+  pass.act.resize(head_.size() + 1);
+  std::vector<float>& z = pass.act[0];
+  z.assign(programs.size() * in, 0.0f);  // the pooled encoding (filled by forward), then the summary
+  for (size_t i = 0; i < programs.size(); ++i)
+    standardize(&inputs.summaries[programs[i] * w], shift_, scale_, &z[i * in + he]);
+  if (row_width_ == 0) return;
+  const size_t rw = static_cast<size_t>(row_width_);
+  pass.first_row.assign(1, 0);
+  for (size_t p : programs) pass.first_row.push_back(pass.first_row.back() + inputs.first_row[p + 1] - inputs.first_row[p]);
+  pass.rows.resize(pass.first_row.back() * rw);
+  size_t r = 0;
+  for (size_t p : programs)
+    for (size_t q = inputs.first_row[p]; q < inputs.first_row[p + 1]; ++q, ++r)
+      standardize(&inputs.rows[q * rw], row_shift_, row_scale_, &pass.rows[r * rw]);
+}
+
+void MlpRanker::forward(Pass& pass, bool dropout) const {
+  const size_t n = pass.programs;
+  if (row_width_ > 0) {  // each program's rows encoded and summed into the first columns of act[0]
+    const size_t rows = pass.first_row.back(), he = static_cast<size_t>(options_.encoder);
+    const size_t in = he + static_cast<size_t>(width_);
+    dense(encoder_[0], pass.rows.data(), rows, pass.e1, true);
+    dense(encoder_[1], pass.e1.data(), rows, pass.e2, true);
+    for (size_t i = 0; i < n; ++i) {
+      float* pooled = &pass.act[0][i * in];
+      std::fill(pooled, pooled + he, 0.0f);
+      for (size_t r = pass.first_row[i]; r < pass.first_row[i + 1]; ++r)
+        for (size_t j = 0; j < he; ++j) pooled[j] += pass.e2[r * he + j];
+    }
+  }
+  pass.dropped = head_.size() - 2;
+  for (size_t k = 0; k < head_.size(); ++k) {
+    const float* in = pass.act[k].data();
+    if (dropout && k == pass.dropped) {
+      pass.kept.resize(pass.act[k].size());
+      for (size_t i = 0; i < pass.kept.size(); ++i) pass.kept[i] = pass.act[k][i] * pass.keep[i];
+      in = pass.kept.data();
+    }
+    dense(head_[k], in, n, pass.act[k + 1], k + 1 < head_.size());
+  }
+}
+
+// The gradient (into grads, in parameters() order, overwritten) of the loss whose derivative by each
+// program's score is d_score.
+void MlpRanker::backward(Pass& pass, bool dropout, const std::vector<float>& d_score, std::vector<Layer>& grads) const {
+  const size_t n = pass.programs, first_head = encoder_.size();
+  std::vector<float> g(d_score), g_in;
+  for (size_t k = head_.size(); k-- > 0;) {
+    const bool drops = dropout && k == pass.dropped;
+    layer_gradient(head_[k], drops ? pass.kept.data() : pass.act[k].data(), g.data(), n, grads[first_head + k]);
+    if (k == 0 && row_width_ == 0) break;
+    const size_t in = static_cast<size_t>(head_[k].in);
+    g_in.assign(n * in, 0.0f);
+    gemm(false, true, n, in, static_cast<size_t>(head_[k].out), g.data(), head_[k].weight.data(), 0.0f, g_in.data());
+    if (drops)
+      for (size_t i = 0; i < g_in.size(); ++i) g_in[i] *= pass.keep[i];
+    if (k > 0)  // act[k] is a ReLU's output
+      for (size_t i = 0; i < g_in.size(); ++i)
+        if (pass.act[k][i] <= 0) g_in[i] = 0.0f;
+    g.swap(g_in);
+  }
+  if (row_width_ == 0) return;
+  // g: by act[0]; its first columns are the sums of the rows' encodings.
+  const size_t rows = pass.first_row.back(), he = static_cast<size_t>(options_.encoder);
+  const size_t in = he + static_cast<size_t>(width_);
+  std::vector<float> g2(rows * he), g1(rows * he);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t r = pass.first_row[i]; r < pass.first_row[i + 1]; ++r)
+      for (size_t j = 0; j < he; ++j) g2[r * he + j] = pass.e2[r * he + j] > 0 ? g[i * in + j] : 0.0f;
+  layer_gradient(encoder_[1], pass.e1.data(), g2.data(), rows, grads[1]);
+  gemm(false, true, rows, he, he, g2.data(), encoder_[1].weight.data(), 0.0f, g1.data());
+  for (size_t i = 0; i < g1.size(); ++i)
+    if (pass.e1[i] <= 0) g1[i] = 0.0f;
+  layer_gradient(encoder_[0], pass.rows.data(), g1.data(), rows, grads[0]);
+}
+
+void MlpRanker::train(const std::vector<float>& summaries, int width, const std::vector<double>& labels,
                       const std::vector<int>& groups, bool resume) {
-  TESSEL_CHECK(width > 0 && rows.size() == labels.size() * static_cast<size_t>(width) && groups.size() == labels.size(),
-               "MlpRanker::train: rows, labels and groups do not agree");
+  TESSEL_CHECK(options_.encoder == 0, "MlpRanker::train: a ranker with an encoder needs the programs' rows");
+  MlpInputs inputs;
+  inputs.summaries = summaries;
+  train(inputs, width, 0, labels, groups, resume);
+}
+
+void MlpRanker::train(const MlpInputs& inputs, int summary_width, int row_width, const std::vector<double>& labels,
+                      const std::vector<int>& groups, bool resume) {
   const size_t n = labels.size();
-  const size_t w = static_cast<size_t>(width);
+  TESSEL_CHECK(summary_width > 0 && inputs.summaries.size() == n * static_cast<size_t>(summary_width) &&
+                   groups.size() == n,
+               "MlpRanker::train: summaries, labels and groups do not agree");
+  TESSEL_CHECK(options_.encoder == 0 ||
+                   (row_width > 0 && inputs.first_row.size() == n + 1 && inputs.first_row.front() == 0 &&
+                    inputs.rows.size() == inputs.first_row.back() * static_cast<size_t>(row_width)),
+               "MlpRanker::train: the programs' rows do not agree with the encoder");
   std::mt19937_64 rng(options_.seed ^ 0x6d6c7072616e6bULL ^ (resume ? n : 0));
-  resume = resume && trained() && width == width_;
-  if (!resume) initialize(rows, width, rng);
+  const int wanted_rows = options_.encoder > 0 ? row_width : 0;
+  resume = resume && trained() && summary_width == width_ && wanted_rows == row_width_;
+  if (!resume) initialize(inputs, summary_width, row_width, rng);
 
   // The groups that hold a pair to learn from, their members in sample order.
   std::map<int, std::vector<size_t>> by_group;
@@ -215,120 +292,131 @@ void MlpRanker::train(const std::vector<float>& rows, int width, const std::vect
     if (differ) members.push_back(std::move(idx));
   }
   if (members.empty()) {  // nothing to rank yet: stay untrained (or as loaded)
-    if (!resume) width_ = 0;
+    if (!resume) width_ = row_width_ = 0;
     return;
   }
 
   const size_t per_epoch = (members.size() + static_cast<size_t>(options_.groups_per_step) - 1) / options_.groups_per_step;
   const size_t total = std::max(per_epoch * static_cast<size_t>(options_.epochs), static_cast<size_t>(options_.min_steps));
   const int threads = thread_count(options_.nthread);
+  openblas_set_num_threads(threads);
 
-  Moments moments[3];
-  for (int k = 0; k < 3; ++k) moments[k] = {zero_like(layers_[k]), zero_like(layers_[k])};
-  std::vector<std::vector<Layer>> partial(static_cast<size_t>(threads));
-  for (auto& t : partial)
-    for (int k = 0; k < 3; ++k) t.push_back(zero_like(layers_[k]));
+  std::vector<Layer*> params = parameters();
+  std::vector<Layer> grads, first_moment, second_moment;
+  for (Layer* l : params) {
+    grads.push_back(zero_like(*l));
+    first_moment.push_back(zero_like(*l));
+    second_moment.push_back(zero_like(*l));
+  }
+  const bool dropout = options_.dropout > 0;
+  const float kept = dropout ? static_cast<float>(1.0 / (1.0 - options_.dropout)) : 1.0f;
+  const uint64_t drop_below = static_cast<uint64_t>(options_.dropout * 4294967296.0);  // of 2^32
 
   std::vector<size_t> order(members.size());
   std::iota(order.begin(), order.end(), 0);
-  std::vector<float> x;
   std::vector<float> d_score;
-  std::vector<std::vector<size_t>> drawn;
-  Activations act;
+  std::vector<size_t> programs, drawn;
+  std::vector<size_t> group_size;
+  Pass pass;
   size_t cursor = order.size();
   for (size_t step = 1; step <= total; ++step) {
-    // The next groups_per_step groups of a shuffled pass.
-    std::vector<const std::vector<size_t>*> batch;
-    while (batch.size() < static_cast<size_t>(options_.groups_per_step) && batch.size() < members.size()) {
+    // The next groups_per_step groups of a shuffled pass, each whole or a random draw of its programs.
+    programs.clear();
+    group_size.clear();
+    while (group_size.size() < static_cast<size_t>(options_.groups_per_step) && group_size.size() < members.size()) {
       if (cursor == order.size()) {
         std::shuffle(order.begin(), order.end(), rng);
         cursor = 0;
       }
-      batch.push_back(&members[order[cursor++]]);
-    }
-    if (options_.programs_per_group > 0) {  // a random draw of each group's programs
-      drawn.resize(batch.size());
-      for (size_t k = 0; k < batch.size(); ++k) {
-        drawn[k].clear();
-        std::sample(batch[k]->begin(), batch[k]->end(), std::back_inserter(drawn[k]),
-                    static_cast<size_t>(options_.programs_per_group), rng);
-        batch[k] = &drawn[k];
+      const std::vector<size_t>& group = members[order[cursor++]];
+      if (options_.programs_per_group > 0) {
+        drawn.clear();
+        std::sample(group.begin(), group.end(), std::back_inserter(drawn), static_cast<size_t>(options_.programs_per_group), rng);
+        programs.insert(programs.end(), drawn.begin(), drawn.end());
+        group_size.push_back(drawn.size());
+      } else {
+        programs.insert(programs.end(), group.begin(), group.end());
+        group_size.push_back(group.size());
       }
     }
-    size_t rows_in_batch = 0;
-    for (const auto* g : batch) rows_in_batch += g->size();
-    x.resize(rows_in_batch * w);
-    size_t r = 0;
-    for (const auto* g : batch)
-      for (size_t p : *g) standardize(&rows[p * w], &x[r++ * w]);
-    act.resize(rows_in_batch, layers_);
-    parallel_slices(rows_in_batch, threads, 64, [&](size_t b, size_t e, int) { forward(layers_, x.data(), act, b, e); });
+    load_batch(inputs, programs, pass);
+    if (dropout) {  // each input of the last hidden layer kept with probability 1 - dropout
+      pass.keep.resize(programs.size() * static_cast<size_t>(head_[head_.size() - 2].in));
+      for (size_t i = 0; i < pass.keep.size(); i += 2) {
+        const uint64_t bits = rng();
+        pass.keep[i] = (bits & 0xffffffffu) < drop_below ? 0.0f : kept;
+        if (i + 1 < pass.keep.size()) pass.keep[i + 1] = (bits >> 32) < drop_below ? 0.0f : kept;
+      }
+    }
+    forward(pass, dropout);
+    const std::vector<float>& score = pass.act.back();
 
     // d(loss)/d(score): each group's pairs scaled by 1/(n - 1), the groups averaged.
-    d_score.assign(rows_in_batch, 0.0f);
+    d_score.assign(programs.size(), 0.0f);
     size_t offset = 0;
-    for (const auto* g : batch) {
-      const size_t m = g->size();
-      const double scale = 1.0 / (static_cast<double>(m - 1) * static_cast<double>(batch.size()));
+    for (size_t m : group_size) {
+      const double scale = 1.0 / (static_cast<double>(m - 1) * static_cast<double>(group_size.size()));
       for (size_t a = 0; a < m; ++a)
         for (size_t b = a + 1; b < m; ++b) {
           size_t hi = a, lo = b;
-          const double la = labels[(*g)[a]], lb = labels[(*g)[b]];
+          const double la = labels[programs[offset + a]], lb = labels[programs[offset + b]];
           if (la == lb) continue;
           if (la < lb) std::swap(hi, lo);
           const double sig = 1.0 / (1.0 + std::exp(std::clamp(
-                                               static_cast<double>(act.score[offset + hi] - act.score[offset + lo]), -50.0, 50.0)));
+                                               static_cast<double>(score[offset + hi] - score[offset + lo]), -50.0, 50.0)));
           d_score[offset + hi] -= static_cast<float>(scale * sig);
           d_score[offset + lo] += static_cast<float>(scale * sig);
         }
       offset += m;
     }
 
-    const int used = parallel_slices(rows_in_batch, threads, 64, [&](size_t b, size_t e, int part) {
-      for (Layer& l : partial[static_cast<size_t>(part)]) {
-        std::fill(l.weight.begin(), l.weight.end(), 0.0f);
-        std::fill(l.bias.begin(), l.bias.end(), 0.0f);
-      }
-      backward(layers_, x.data(), act, d_score, partial[static_cast<size_t>(part)].data(), b, e);
-    });
-    // The parts' gradients summed and Adam's step taken, the parameters split among the threads.
-    for (int k = 0; k < 3; ++k) {
-      std::vector<const std::vector<float>*> weights, biases;
-      for (int t = 0; t < used; ++t) {
-        weights.push_back(&partial[static_cast<size_t>(t)][static_cast<size_t>(k)].weight);
-        biases.push_back(&partial[static_cast<size_t>(t)][static_cast<size_t>(k)].bias);
-      }
-      Layer& l = layers_[k];
-      const int s = static_cast<int>(step);
-      parallel_slices(l.weight.size(), threads, 8192, [&](size_t b, size_t e, int) {
-        adam_range(l.weight, weights, moments[k].m.weight, moments[k].v.weight, options_.learning_rate,
-                   options_.weight_decay, s, b, e);
-      });
-      adam_range(l.bias, biases, moments[k].m.bias, moments[k].v.bias, options_.learning_rate, options_.weight_decay, s,
-                 0, l.bias.size());
+    backward(pass, dropout, d_score, grads);
+    // Adam's step, on this thread: threads of its own would compete with OpenBLAS's, which wait for
+    // the next product spinning.
+    const int s = static_cast<int>(step);
+    for (size_t k = 0; k < params.size(); ++k) {
+      Layer& l = *params[k];
+      adam(l.weight, grads[k].weight, first_moment[k].weight, second_moment[k].weight, options_.learning_rate,
+           options_.weight_decay, s);
+      adam(l.bias, grads[k].bias, first_moment[k].bias, second_moment[k].bias, options_.learning_rate,
+           options_.weight_decay, s);
     }
   }
 }
 
-void MlpRanker::standardize(const float* row, float* out) const {
-  for (size_t c = 0; c < shift_.size(); ++c) out[c] = (std::max(row[c], kFloor) - shift_[c]) * scale_[c];
+std::vector<double> MlpRanker::predict(const std::vector<float>& summaries) const {
+  TESSEL_CHECK(row_width_ == 0, "MlpRanker::predict: a ranker with an encoder needs the programs' rows");
+  MlpInputs inputs;
+  inputs.summaries = summaries;
+  return predict(inputs);
 }
 
-std::vector<double> MlpRanker::predict(const std::vector<float>& rows) const {
+std::vector<double> MlpRanker::predict(const MlpInputs& inputs) const {
   TESSEL_CHECK(trained(), "MlpRanker::predict: not trained");
   const size_t w = static_cast<size_t>(width_);
-  TESSEL_CHECK(rows.size() % w == 0, "MlpRanker::predict: rows do not match the trained width");
-  const size_t n = rows.size() / w;
-  std::vector<float> x(rows.size());
-  for (size_t r = 0; r < n; ++r) standardize(&rows[r * w], &x[r * w]);
-  Activations act;
-  act.resize(n, layers_);
-  parallel_slices(n, thread_count(options_.nthread), 64, [&](size_t b, size_t e, int) { forward(layers_, x.data(), act, b, e); });
-  return std::vector<double>(act.score.begin(), act.score.end());
+  TESSEL_CHECK(inputs.summaries.size() % w == 0, "MlpRanker::predict: summaries do not match the trained width");
+  const size_t n = inputs.summaries.size() / w;
+  TESSEL_CHECK(row_width_ == 0 || (inputs.first_row.size() == n + 1 && inputs.first_row.front() == 0 &&
+                                   inputs.rows.size() == inputs.first_row.back() * static_cast<size_t>(row_width_)),
+               "MlpRanker::predict: the programs' rows do not agree with the encoder");
+  openblas_set_num_threads(thread_count(options_.nthread));
+  std::vector<double> scores;
+  scores.reserve(n);
+  Pass pass;
+  std::vector<size_t> programs;
+  for (size_t begin = 0; begin < n; begin += 4096) {  // in slices: the encoder's activations stay small
+    programs.resize(std::min(n, begin + 4096) - begin);
+    std::iota(programs.begin(), programs.end(), begin);
+    load_batch(inputs, programs, pass);
+    forward(pass, false);
+    scores.insert(scores.end(), pass.act.back().begin(), pass.act.back().end());
+  }
+  return scores;
 }
 
 nlohmann::json MlpRanker::options_to_json(const MlpOptions& o) {
-  return {{"hidden1", o.hidden1},
+  return {{"encoder", o.encoder},
+          {"hidden1", o.hidden1},
           {"hidden2", o.hidden2},
           {"epochs", o.epochs},
           {"groups_per_step", o.groups_per_step},
@@ -336,12 +424,14 @@ nlohmann::json MlpRanker::options_to_json(const MlpOptions& o) {
           {"min_steps", o.min_steps},
           {"learning_rate", o.learning_rate},
           {"weight_decay", o.weight_decay},
+          {"dropout", o.dropout},
           {"nthread", o.nthread},
           {"seed", o.seed}};
 }
 
 MlpOptions MlpRanker::options_from_json(const nlohmann::json& j) {
   MlpOptions o;
+  o.encoder = j.value("encoder", 0);  // absent from the files of before the encoder: none
   o.hidden1 = j.at("hidden1").get<int>();
   o.hidden2 = j.at("hidden2").get<int>();
   o.epochs = j.at("epochs").get<int>();
@@ -350,21 +440,55 @@ MlpOptions MlpRanker::options_from_json(const nlohmann::json& j) {
   o.min_steps = j.at("min_steps").get<int>();
   o.learning_rate = j.at("learning_rate").get<double>();
   o.weight_decay = j.at("weight_decay").get<double>();
+  o.dropout = j.value("dropout", 0.0);  // likewise: none
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
   if (!options_valid(o)) throw InputError("neural ranker: options out of range");
   return o;
 }
 
+namespace {
+
+nlohmann::json layers_to_json(const std::vector<Layer>& layers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Layer& l : layers) out.push_back({{"in", l.in}, {"out", l.out}, {"weight", l.weight}, {"bias", l.bias}});
+  return out;
+}
+
+// Layers of the given (in, out) shapes from JSON; `what` names them in errors ("layer", "encoder layer").
+std::vector<Layer> layers_from_json(const nlohmann::json& j, const std::vector<std::pair<int, int>>& shapes,
+                                    const std::string& what) {
+  if (!j.is_array() || j.size() != shapes.size())
+    throw InputError("neural ranker: " + std::to_string(j.is_array() ? j.size() : 0) + " " + what + "s, its options make " +
+                     std::to_string(shapes.size()));
+  std::vector<Layer> layers(shapes.size());
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    Layer& l = layers[k];
+    l.in = j[k].at("in").get<int>();
+    l.out = j[k].at("out").get<int>();
+    l.weight = j[k].at("weight").get<std::vector<float>>();
+    l.bias = j[k].at("bias").get<std::vector<float>>();
+    if (l.in != shapes[k].first || l.out != shapes[k].second ||
+        l.weight.size() != static_cast<size_t>(l.in) * static_cast<size_t>(l.out) || l.bias.size() != static_cast<size_t>(l.out))
+      throw InputError("neural ranker: " + what + " " + std::to_string(k + 1) + " has the wrong shape");
+  }
+  return layers;
+}
+
+}  // namespace
+
 nlohmann::json MlpRanker::to_json() const {
-  nlohmann::json layers = nlohmann::json::array();
-  if (trained())
-    for (const Layer& l : layers_) layers.push_back({{"in", l.in}, {"out", l.out}, {"weight", l.weight}, {"bias", l.bias}});
   nlohmann::json j = options_to_json(options_);
   j["width"] = width_;
   j["shift"] = shift_;
   j["scale"] = scale_;
-  j["layers"] = layers;
+  j["layers"] = layers_to_json(head_);
+  if (row_width_ > 0) {
+    j["row_width"] = row_width_;
+    j["row_shift"] = row_shift_;
+    j["row_scale"] = row_scale_;
+    j["encoder_layers"] = layers_to_json(encoder_);
+  }
   return j;
 }
 
@@ -375,21 +499,26 @@ MlpRanker MlpRanker::from_json(const nlohmann::json& j) {
   if (m.width_ == 0) return m;
   m.shift_ = j.at("shift").get<std::vector<float>>();
   m.scale_ = j.at("scale").get<std::vector<float>>();
-  const nlohmann::json& layers = j.at("layers");
-  const int sizes[4] = {m.width_, o.hidden1, o.hidden2, 1};
-  if (m.width_ < 0 || m.shift_.size() != static_cast<size_t>(m.width_) || m.scale_.size() != m.shift_.size() ||
-      !layers.is_array() || layers.size() != 3)
+  if (m.width_ < 0 || m.shift_.size() != static_cast<size_t>(m.width_) || m.scale_.size() != m.shift_.size())
     throw InputError("neural ranker: input standardization or layers do not match its width");
-  for (int k = 0; k < 3; ++k) {
-    Layer& l = m.layers_[k];
-    l.in = layers[static_cast<size_t>(k)].at("in").get<int>();
-    l.out = layers[static_cast<size_t>(k)].at("out").get<int>();
-    l.weight = layers[static_cast<size_t>(k)].at("weight").get<std::vector<float>>();
-    l.bias = layers[static_cast<size_t>(k)].at("bias").get<std::vector<float>>();
-    if (l.in != sizes[k] || l.out != sizes[k + 1] || l.weight.size() != static_cast<size_t>(l.in) * l.out ||
-        l.bias.size() != static_cast<size_t>(l.out))
-      throw InputError("neural ranker: layer " + std::to_string(k + 1) + " has the wrong shape");
+  if (o.encoder > 0) {
+    m.row_width_ = j.at("row_width").get<int>();
+    m.row_shift_ = j.at("row_shift").get<std::vector<float>>();
+    m.row_scale_ = j.at("row_scale").get<std::vector<float>>();
+    if (m.row_width_ <= 0 || m.row_shift_.size() != static_cast<size_t>(m.row_width_) ||
+        m.row_scale_.size() != m.row_shift_.size())
+      throw InputError("neural ranker: the rows' standardization does not match its row width");
+    m.encoder_ = layers_from_json(j.at("encoder_layers"), {{m.row_width_, o.encoder}, {o.encoder, o.encoder}}, "encoder layer");
   }
+  std::vector<std::pair<int, int>> shapes;
+  int in = m.width_ + (o.encoder > 0 ? o.encoder : 0);
+  for (int hidden : {o.hidden1, o.hidden2}) {
+    if (hidden == 0) continue;
+    shapes.emplace_back(in, hidden);
+    in = hidden;
+  }
+  shapes.emplace_back(in, 1);
+  m.head_ = layers_from_json(j.at("layers"), shapes, "layer");
   return m;
 }
 

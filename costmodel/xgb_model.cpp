@@ -107,6 +107,22 @@ Packed pack(size_t n, XGBoostModelOptions::Input input, GetFeatures features_of)
   return p;
 }
 
+// The neural ranker's inputs: the programs' summaries (`packed`, input Programs) and, for a ranker with a
+// row encoder, every program's feature rows.
+template <typename GetFeatures>
+MlpInputs mlp_inputs(const Packed& packed, size_t n, bool with_rows, GetFeatures features_of) {
+  MlpInputs in;
+  in.summaries = packed.values;
+  if (!with_rows) return in;
+  in.first_row.push_back(0);
+  for (size_t i = 0; i < n; ++i) {
+    const ProgramFeatures& f = features_of(i);
+    in.rows.insert(in.rows.end(), f.values.begin(), f.values.end());
+    in.first_row.push_back(in.first_row.back() + static_cast<size_t>(f.rows));
+  }
+  return in;
+}
+
 // Input Pairs: the row of programs a and b (their summaries): a - b, then (a + b) / 2.
 void append_pair_row(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& out) {
   for (size_t j = 0; j < a.size(); ++j) out.push_back(a[j] - b[j]);
@@ -424,6 +440,29 @@ double default_mlp_weight(XGBoostModelOptions::Input input) {
   return input == XGBoostModelOptions::Input::Programs ? kDefaultMlpWeight : 0.0;
 }
 
+MlpOptions mlp_network_options(const std::string& name, const std::string& what) {
+  MlpOptions o;
+  if (name.empty() || name == "summary") return o;
+  if (name != "deepsets") throw InputError(what + " must be summary or deepsets, not '" + name + "'");
+  o.encoder = 512;
+  o.hidden1 = 256;
+  o.hidden2 = 0;
+  o.dropout = 0.2;
+  return o;
+}
+
+std::string mlp_network_name(const MlpOptions& o) {
+  // Compared by design alone: threads and seed are not part of it.
+  auto design = [](MlpOptions x) {
+    x.nthread = 0;
+    x.seed = 0;
+    return MlpRanker::options_to_json(x);
+  };
+  for (const char* name : {"summary", "deepsets"})
+    if (design(o) == design(mlp_network_options(name, ""))) return name;
+  return "custom";
+}
+
 double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const std::string& what) {
   if (given < 0) return default_mlp_weight(input);
   if (!std::isfinite(given)) throw InputError(what + " must be a finite number");
@@ -461,32 +500,33 @@ std::vector<double> XGBoostModel::predict(const std::vector<ProgramFeatures>& pr
   std::vector<float> preds = impl_->predict_rows(m, rows);
   for (size_t p = 0; p < programs.size(); ++p)
     for (size_t i = packed.first_row[p]; i < packed.first_row[p + 1]; ++i) scores[p] += preds[i];
-  return blend(std::move(scores), packed.values);
+  if (options_.mlp_weight == 0 || !mlp_.trained()) return scores;
+  return blend(std::move(scores), mlp_inputs(packed, programs.size(), mlp_.row_width() > 0,
+                                             [&](size_t i) -> const ProgramFeatures& { return programs[i]; }));
 }
 
-std::vector<double> XGBoostModel::blend(std::vector<double> tree_scores, const std::vector<float>& summaries) const {
-  if (options_.mlp_weight == 0 || !mlp_.trained()) return tree_scores;
-  std::vector<double> mlp = mlp_.predict(summaries);
+std::vector<double> XGBoostModel::blend(std::vector<double> tree_scores, const MlpInputs& inputs) const {
+  std::vector<double> mlp = mlp_.predict(inputs);
   for (size_t p = 0; p < tree_scores.size(); ++p)
     tree_scores[p] = tree_scores[p] / tree_spread_ + options_.mlp_weight * mlp[p] / mlp_spread_;
   return tree_scores;
 }
 
-void XGBoostModel::train_mlp(const std::vector<float>& summaries, const std::vector<double>& labels,
-                             const std::vector<int>& groups, const std::vector<double>& tree_scores) {
+void XGBoostModel::train_mlp(const MlpInputs& inputs, const std::vector<double>& labels, const std::vector<int>& groups,
+                             const std::vector<double>& tree_scores) {
   if (mlp_loaded_ && mlp_.trained()) {
     // A loaded ranker learned from samples this model no longer holds: it goes on from its weights.
-    mlp_.train(summaries, program_summary_width(), labels, groups, true);
+    mlp_.train(inputs, program_summary_width(), feature_width(), labels, groups, true);
   } else {
     MlpOptions o = options_.mlp;
     if (o.nthread == 0) o.nthread = options_.nthread;
     o.seed ^= options_.seed;
     mlp_ = MlpRanker(o);
-    mlp_.train(summaries, program_summary_width(), labels, groups);
+    mlp_.train(inputs, program_summary_width(), feature_width(), labels, groups);
   }
   if (!mlp_.trained()) return;
   tree_spread_ = typical_spread(tree_scores, groups);
-  mlp_spread_ = typical_spread(mlp_.predict(summaries), groups);
+  mlp_spread_ = typical_spread(mlp_.predict(inputs), groups);
 }
 
 std::vector<double> XGBoostModel::predict_with_reference(const std::vector<ProgramFeatures>& programs,
@@ -552,7 +592,9 @@ void XGBoostModel::update(const std::vector<TrainingSample>& samples) {
   impl_->boost(m, packed, labels, groups, options_.objective, begin_update(m.get()));
   if (options_.mlp_weight > 0) {
     std::vector<float> preds = impl_->predict_rows(m, rows);
-    train_mlp(packed.values, labels, groups, std::vector<double>(preds.begin(), preds.end()));
+    train_mlp(mlp_inputs(packed, samples_.size(), options_.mlp.encoder > 0,
+                         [&](size_t i) -> const ProgramFeatures& { return samples_[i].features; }),
+              labels, groups, std::vector<double>(preds.begin(), preds.end()));
   }
 }
 
@@ -652,6 +694,10 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
         throw InputError("cost model '" + path + "' is damaged: its neural ranker reads " +
                          std::to_string(model->mlp_.width()) + " columns, a program summary has " +
                          std::to_string(program_summary_width()));
+      if (model->mlp_.row_width() != 0 && model->mlp_.row_width() != feature_width())
+        throw InputError("cost model '" + path + "' is damaged: its neural ranker's encoder reads rows of " +
+                         std::to_string(model->mlp_.row_width()) + " columns, a feature row has " +
+                         std::to_string(feature_width()));
       auto spreads = file.at("spreads").get<std::vector<double>>();
       if (spreads.size() != 2 || !(spreads[0] > 0) || !(spreads[1] > 0))
         throw InputError("cost model '" + path + "' is damaged: its score spreads are not two positive numbers");

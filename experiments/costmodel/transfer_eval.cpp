@@ -6,8 +6,9 @@
 //
 //   transfer_eval --db LOG [--target llvm|cuda] [--cache FILE] [--objective packsum|rank] [--input rows|programs|pairs]
 //                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
-//                 [--partners N] [--anchors N] [--folds K] [--drop COLS] [--rel 1|2] [--dump FILE] [--scores FILE] [--bag N]
-//                 [--train-records N] [--mlp W [--mlp-epochs N] [--mlp-hidden H] [--mlp-groups G] [--mlp-draw P] [--mlp-lr R]]
+//                 [--partners N] [--anchors N] [--folds K [--only-folds I,J,...]] [--drop COLS] [--rel 1|2] [--dump FILE] [--scores FILE] [--bag N]
+//                 [--train-records N] [--mlp W [--mlp-epochs N] [--mlp-hidden H] [--mlp-groups G] [--mlp-draw P] [--mlp-lr R] [--mlp-dropout D]
+//                 [--mlp-hidden2 H2] [--mlp-encoder E]]
 //
 // --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
 // every row and column each model is the same), a program scored by the mean over the models of
@@ -17,13 +18,16 @@
 //
 // --mlp W: blend a neural ranker into the programs model with weight W (XGBoostModelOptions::mlp_weight;
 // a large W, such as 1000, ranks by the neural ranker alone); --mlp-epochs, --mlp-hidden (the first
-// layer's width, the second's half of it), --mlp-groups, --mlp-draw, --mlp-lr: its MlpOptions.
+// layer's width, the second's half of it; --mlp-hidden2 after it sets the second's, 0 for none), --mlp-groups,
+// --mlp-draw, --mlp-lr, --mlp-dropout, --mlp-encoder (the row encoder's width): its MlpOptions.
 // --train-records N: train on at most the first N records (in log order) of each training workload;
 // the held-out workloads are ranked on all of theirs. How much the records per workload are worth.
 //
 // --folds K: instead of one model per held-out workload, K models, each trained without the
 // workloads of one fold (the i-th workload in first-record order is in fold i mod K) and ranking
 // each of them: the same question, K models instead of one per workload (for the slower inputs).
+// --only-folds I,J,...: only those folds (numbered from 0), for splitting one evaluation over machines;
+// the printed mean is over their workloads alone (average the per-workload lines of all the parts).
 //
 // --dump writes the samples as CSV (program, workload, latency_s, then the feature columns; one line
 // per row of a program; after --rel and --drop have rewritten them) and exits: for exploring
@@ -207,7 +211,7 @@ std::vector<int> columns_named(const std::string& list) {
 }  // namespace
 
 static int run(int argc, char** argv) {
-  std::string db, cache, drop, dump, scores_path, input, also_input, target = "llvm";
+  std::string db, cache, drop, dump, scores_path, input, also_input, only_folds, target = "llvm";
   int rel = 0, folds = 0, bag = 1, train_records = 0;
   bool self = false;  // --self: train on the even records of the workload itself, rank its odd ones
   XGBoostModelOptions options;
@@ -232,6 +236,7 @@ static int run(int argc, char** argv) {
     else if (a == "--partners") options.pair_partners = std::stoi(next());
     else if (a == "--anchors") options.anchors = std::stoi(next());
     else if (a == "--folds") folds = std::stoi(next());
+    else if (a == "--only-folds") only_folds = next();
     else if (a == "--drop") drop = next();
     else if (a == "--rel") rel = std::stoi(next());
     else if (a == "--self") self = true;
@@ -246,6 +251,9 @@ static int run(int argc, char** argv) {
     else if (a == "--mlp-groups") options.mlp.groups_per_step = std::stoi(next());
     else if (a == "--mlp-draw") options.mlp.programs_per_group = std::stoi(next());
     else if (a == "--mlp-lr") options.mlp.learning_rate = std::stod(next());
+    else if (a == "--mlp-dropout") options.mlp.dropout = std::stod(next());
+    else if (a == "--mlp-hidden2") options.mlp.hidden2 = std::stoi(next());
+    else if (a == "--mlp-encoder") options.mlp.encoder = std::stoi(next());
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;
@@ -322,7 +330,21 @@ static int run(int argc, char** argv) {
     if (round == rounds.size()) rounds.emplace_back();
     rounds[round].push_back(keys[w]);
   }
-  for (const std::vector<std::string>& held : rounds) {
+  std::set<size_t> chosen;
+  if (!only_folds.empty()) {
+    if (folds == 0) throw InputError("--only-folds needs --folds");
+    std::stringstream list(only_folds);
+    for (std::string item; std::getline(list, item, ',');) {
+      const int f = std::stoi(item);
+      if (f < 0 || f >= folds) throw InputError("--only-folds: fold " + item + " is not in 0.." + std::to_string(folds - 1));
+      chosen.insert(static_cast<size_t>(f));
+    }
+  }
+  size_t evaluated = 0;
+  for (size_t round = 0; round < rounds.size(); ++round) {
+    if (!chosen.empty() && chosen.count(round) == 0) continue;
+    const std::vector<std::string>& held = rounds[round];
+    evaluated += held.size();
     std::vector<TrainingSample> train;
     std::vector<bool> ranked(d.samples.size(), false);
     size_t seen = 0;
@@ -376,7 +398,8 @@ static int run(int argc, char** argv) {
       sum_rec += m.top_recall;
     }
   }
-  std::printf("%-18s %9s %10.3f %12.3f\n", "mean", "", sum_pw / keys.size(), sum_rec / keys.size());
+  std::printf("%-18s %9s %10.3f %12.3f\n", "mean", "", sum_pw / static_cast<double>(evaluated),
+              sum_rec / static_cast<double>(evaluated));
   return 0;
 }
 

@@ -91,12 +91,119 @@ TEST_CASE("the neural ranker ranks programs of groups it has not seen", "[costmo
   CHECK(loaded.predict(test.rows) == ranker.predict(test.rows));
   CHECK(loaded.options().epochs == 150);
 
+  // With dropout it learns too, and differs.
+  MlpOptions dropped = small_options();
+  dropped.dropout = 0.2;
+  MlpRanker with_dropout(dropped);
+  with_dropout.train(train.rows, kWidth, train.labels, train.groups);
+  CHECK(with_dropout.predict(test.rows) != ranker.predict(test.rows));
+  CHECK(metrics(with_dropout.predict(test.rows), test).pairwise_accuracy > 0.85);
+  CHECK(MlpRanker::from_json(with_dropout.to_json()).options().dropout == 0.2);
+  // A file written before dropout and the encoder existed reads as neither.
+  nlohmann::json old = ranker.to_json();
+  old.erase("dropout");
+  old.erase("encoder");
+  CHECK(MlpRanker::from_json(old).predict(test.rows) == ranker.predict(test.rows));
+
   // Drawing a few programs of each group a step learns the ranking too.
   MlpOptions drawn = small_options();
   drawn.programs_per_group = 8;
   MlpRanker sampled(drawn);
   sampled.train(train.rows, kWidth, train.labels, train.groups);
   CHECK(metrics(sampled.predict(test.rows), test).pairwise_accuracy > 0.8);
+}
+
+namespace {
+
+constexpr int kRowWidth = 4;
+
+// Programs of 1 to 6 rows: a program's latency is the sum over its rows of a bend in one column times
+// another (as a program's time is the sum of its loop nests'); its summary holds only the row count and
+// its first row, so the ranking needs the rows.
+MlpInputs make_program_rows(int first_group, int groups, int per_group, uint64_t seed, std::vector<double>& latencies,
+                            std::vector<double>& labels, std::vector<int>& group_of) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> count(1, 6);
+  MlpInputs in;
+  in.first_row.push_back(0);
+  for (int g = first_group; g < first_group + groups; ++g) {
+    std::vector<double> group_latency;
+    for (int p = 0; p < per_group; ++p) {
+      const int rows = count(rng);
+      double time = 0;
+      for (int r = 0; r < rows; ++r) {
+        float x[kRowWidth];
+        for (float& v : x) v = normal(rng);
+        in.rows.insert(in.rows.end(), x, x + kRowWidth);
+        time += std::exp(0.5 * std::max(0.0f, x[0]) * (1.5f + x[1]));
+      }
+      in.first_row.push_back(in.first_row.back() + static_cast<size_t>(rows));
+      const float* first = &in.rows[in.first_row[in.first_row.size() - 2] * kRowWidth];
+      in.summaries.push_back(static_cast<float>(rows));
+      in.summaries.insert(in.summaries.end(), first, first + kRowWidth);
+      latencies.push_back(time);
+      group_of.push_back(g);
+      group_latency.push_back(time);
+    }
+    const double best = *std::min_element(group_latency.begin(), group_latency.end());
+    for (double l : group_latency) labels.push_back(best / l);
+  }
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a neural ranker with a row encoder learns what only the rows show", "[costmodel][mlp]") {
+  std::vector<double> lat, labels, test_lat, test_labels;
+  std::vector<int> groups, test_groups;
+  const MlpInputs train = make_program_rows(0, 40, 30, 11, lat, labels, groups);
+  const MlpInputs test = make_program_rows(100, 10, 30, 12, test_lat, test_labels, test_groups);
+  const int summary_width = 1 + kRowWidth;
+  auto accuracy = [&](const std::vector<double>& scores) {
+    std::vector<std::string> names;
+    for (int g : test_groups) names.push_back(std::to_string(g));
+    return evaluate_ranking(scores, test_lat, names).pairwise_accuracy;
+  };
+  MlpOptions o = small_options();
+  o.encoder = 16;
+  o.hidden2 = 0;
+  o.dropout = 0.1;
+  MlpRanker ranker(o);
+  ranker.train(train, summary_width, kRowWidth, labels, groups);
+  REQUIRE(ranker.trained());
+  CHECK(ranker.row_width() == kRowWidth);
+  const std::vector<double> scores = ranker.predict(test);
+  const double with_rows = accuracy(scores);
+  MlpRanker summaries_only(small_options());
+  summaries_only.train(train.summaries, summary_width, labels, groups);
+  const double without = accuracy(summaries_only.predict(test.summaries));
+  INFO("pairwise accuracy with the rows " << with_rows << ", the summaries alone " << without);
+  CHECK(with_rows > 0.85);
+  CHECK(with_rows > without + 0.05);
+
+  // Deterministic; the JSON round trip keeps the encoder; damage to it is named.
+  MlpRanker again(o);
+  again.train(train, summary_width, kRowWidth, labels, groups);
+  CHECK(again.predict(test) == scores);
+  const nlohmann::json j = ranker.to_json();
+  CHECK(MlpRanker::from_json(nlohmann::json::parse(j.dump())).predict(test) == scores);
+  nlohmann::json bad = j;
+  bad["encoder_layers"][1]["bias"].erase(0);
+  CHECK_THROWS_WITH(MlpRanker::from_json(bad), Catch::Contains("encoder layer 2 has the wrong shape"));
+  bad = j;
+  bad["row_scale"].erase(0);
+  CHECK_THROWS_WITH(MlpRanker::from_json(bad), Catch::Contains("row width"));
+  bad = j;
+  bad["layers"].erase(1);
+  CHECK_THROWS_WITH(MlpRanker::from_json(bad), Catch::Contains("1 layers, its options make 2"));
+  // An encoder needs the rows: summaries alone, or rows that do not add up, fail a check.
+  CHECK_THROWS(ranker.predict(test.summaries));
+  MlpInputs short_rows = test;
+  short_rows.rows.pop_back();
+  CHECK_THROWS(ranker.predict(short_rows));
+  MlpRanker fresh(o);
+  CHECK_THROWS(fresh.train(train.summaries, summary_width, labels, groups));
 }
 
 TEST_CASE("the neural ranker stays untrained without a pair to learn and refuses damaged weights", "[costmodel][mlp]") {
@@ -183,6 +290,26 @@ TEST_CASE("a programs model blends the neural ranker in and saves it", "[costmod
   XGBoostModel plain(trees_only);
   plain.update(std::vector<TrainingSample>(samples.begin(), samples.begin() + 150));
   CHECK(plain.predict(probe) != blended);
+  // A ranker with a row encoder reads every program's rows, saves and loads with the model, and a
+  // loaded one goes on learning from new samples' rows.
+  {
+    XGBoostModelOptions with_encoder = o;
+    with_encoder.mlp.encoder = 8;
+    with_encoder.mlp.hidden2 = 0;
+    XGBoostModel rows_model(with_encoder);
+    rows_model.update(std::vector<TrainingSample>(samples.begin(), samples.begin() + 150));
+    const std::vector<double> scores = rows_model.predict(probe);
+    CHECK(scores != blended);
+    CHECK(evaluate_ranking(scores, latencies, std::vector<std::string>(probe.size(), "g")).pairwise_accuracy > 0.85);
+    const std::string encoder_path = path + ".encoder";
+    rows_model.save(encoder_path);
+    std::unique_ptr<XGBoostModel> reloaded = XGBoostModel::load(encoder_path);
+    CHECK(reloaded->options().mlp.encoder == 8);
+    CHECK(reloaded->predict(probe) == scores);
+    reloaded->update(std::vector<TrainingSample>(samples.begin() + 150, samples.begin() + 160));
+    CHECK(reloaded->predict(probe) != scores);
+    std::filesystem::remove(encoder_path);
+  }
   // Without a trained ranker the file stays version 2, which an earlier tessel reads.
   const std::string plain_path = path + ".plain";
   plain.save(plain_path);

@@ -54,6 +54,7 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   xgb.input = model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
   check_objective_fits_input(xgb.objective, xgb.input);
   xgb.mlp_weight = resolve_mlp_weight(options.mlp_weight, xgb.input, "--mlp-weight");
+  xgb.mlp = mlp_network_options(options.mlp_network, "--mlp-network");
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -81,8 +82,13 @@ void check_tune_options(const TuneOptions& options) {
     throw InputError("--model-kind must be xgboost or random, not '" + options.model + "'");
   check_objective_fits_input(objective_from_name(options.objective, "--objective"),
                              model_input_from_name(options.model_input, "--model-input", options.target == "cuda"));
-  resolve_mlp_weight(options.mlp_weight,
-                     model_input_from_name(options.model_input, "--model-input", options.target == "cuda"), "--mlp-weight");
+  const double mlp_weight = resolve_mlp_weight(
+      options.mlp_weight, model_input_from_name(options.model_input, "--model-input", options.target == "cuda"),
+      "--mlp-weight");
+  mlp_network_options(options.mlp_network, "--mlp-network");
+  if (!options.mlp_network.empty() && mlp_weight == 0)
+    throw InputError("--mlp-network " + options.mlp_network +
+                     " names the neural ranker of a programs model with a weight above 0; this model has none");
   if (options.model == "random" && !options.model_path.empty())
     throw InputError("--model FILE is an XGBoost model; it cannot be used with the random model");
   if (options.time_budget_s < 0) throw InputError("--time-budget-s must not be negative");
@@ -150,6 +156,7 @@ std::string tune_options_json(const TuneOptions& o) {
   j["objective"] = o.objective;
   j["model_input"] = o.model_input;
   j["mlp_weight"] = o.mlp_weight;
+  j["mlp_network"] = o.mlp_network;
   j["retime_leaders"] = o.retime_leaders;
   j["retime_timings"] = o.retime_timings;
   j["retime_spread"] = o.retime_spread;
@@ -195,8 +202,9 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
     saved.objective = objective_name(xgb->options().objective);
     saved.model_input = model_input_name(xgb->options().input);
     saved.mlp_weight = xgb->options().mlp_weight;
+    saved.mlp_network = saved.mlp_weight > 0 ? mlp_network_name(xgb->options().mlp) : "none";
   } else {
-    saved.objective = saved.model_input = "none";
+    saved.objective = saved.model_input = saved.mlp_network = "none";
     saved.mlp_weight = 0;
   }
 

@@ -62,6 +62,8 @@ struct TuneOptions {
                                     // rows on llvm); the saved session names the one used
   double mlp_weight = -1;           // a new programs model's neural-ranker weight (below 0: the default); the
                                     // saved session names the one used
+  std::string mlp_network;          // a new programs model's neural ranker: "summary" (when empty) or "deepsets"
+                                    // (mlp_network_options); the saved session names the one used
   std::string model_path;           // a pre-trained XGBoost model to start from
   std::string save_model_path;      // where to save the model at the end ("" : not saved)
   int retime_leaders = 3;           // fastest schedules re-timed after each round (0: none)

@@ -81,6 +81,7 @@ struct TuneArgs {
   std::string objective;             // the new model's loss, rank (when empty) or packsum; not with --model
   std::string model_input;           // the new model's input, rows or programs ("": by target); not with --model
   double mlp_weight = -1;            // the new model's neural-ranker weight (below 0: the input's default); not with --model
+  std::string mlp_network;           // the new model's neural ranker, summary ("") or deepsets; not with --model
   std::string strategy = "evolution";
   int population = 0;                // 0: the search default
   int generations = -1;              // -1: the search default
@@ -105,6 +106,7 @@ struct ModelArgs {
   std::string objective = "rank";  // train: the loss, rank or packsum
   std::string model_input;         // train: rows or programs ("": programs for cuda, rows for llvm)
   double mlp_weight = -1;          // train: the neural ranker's weight (below 0: the input's default)
+  std::string mlp_network;         // train: the neural ranker, summary ("") or deepsets
   std::string model;             // eval: the model file
   std::string holdout_workload;  // eval: score only this workload (default: every workload)
 };

@@ -69,6 +69,10 @@ int cmd_model_train(const ModelArgs& args) {
   options.input = model_input_from_name(args.model_input, "--model-input", args.target == "cuda");
   check_objective_fits_input(options.objective, options.input);
   options.mlp_weight = resolve_mlp_weight(args.mlp_weight, options.input, "--mlp-weight");
+  options.mlp = mlp_network_options(args.mlp_network, "--mlp-network");
+  if (!args.mlp_network.empty() && options.mlp_weight == 0)
+    throw InputError("--mlp-network " + args.mlp_network +
+                     " names the neural ranker of a programs model with a weight above 0; this model has none");
   LogSamples s = samples_of(args, args.exclude_workload, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);
@@ -84,6 +88,7 @@ int cmd_model_train(const ModelArgs& args) {
   std::printf("objective: %s\n", objective_name(options.objective));
   std::printf("input: %s\n", model_input_name(options.input));
   std::printf("neural ranker weight: %g\n", options.mlp_weight);
+  if (options.mlp_weight > 0) std::printf("neural ranker: %s\n", mlp_network_name(options.mlp).c_str());
   std::printf("trees: %d\n", model.num_trees());
   std::printf("training time: %.2f s\n", seconds);
   std::printf("saved: %s\n", args.output.c_str());

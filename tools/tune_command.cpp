@@ -140,6 +140,9 @@ int cmd_tune(const TuneArgs& args) {
   if (args.mlp_weight >= 0 && !args.model.empty())
     throw InputError("--mlp-weight is for a new cost model; --model " + args.model + " keeps the blend it was trained with");
   options.mlp_weight = args.mlp_weight;
+  if (!args.mlp_network.empty() && !args.model.empty())
+    throw InputError("--mlp-network is for a new cost model; --model " + args.model + " keeps the network it was trained with");
+  options.mlp_network = args.mlp_network;
   options.model_path = args.model;
   options.save_model_path = args.save_model;
   options.search.strategy = args.strategy;

@@ -12,9 +12,9 @@
 #include <random>
 #include <thread>
 
-#include <cblas.h>
 #include <sched.h>
 
+#include "costmodel/blas.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -43,9 +43,8 @@ void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const float* a, const 
     for (size_t i = 0; i < m * n; ++i) c[i] *= beta;
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(ta ? m : k), b,
-              static_cast<int>(tb ? k : n), beta, c, static_cast<int>(n));
+  blas::sgemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(ta ? m : k),
+              b, static_cast<int>(tb ? k : n), beta, c, static_cast<int>(n));
 }
 
 // out (rows x l.out) = relu?(in l.weight + l.bias).
@@ -299,7 +298,7 @@ void MlpRanker::train(const MlpInputs& inputs, int summary_width, int row_width,
   const size_t per_epoch = (members.size() + static_cast<size_t>(options_.groups_per_step) - 1) / options_.groups_per_step;
   const size_t total = std::max(per_epoch * static_cast<size_t>(options_.epochs), static_cast<size_t>(options_.min_steps));
   const int threads = thread_count(options_.nthread);
-  openblas_set_num_threads(threads);
+  blas::set_threads(threads);
 
   std::vector<Layer*> params = parameters();
   std::vector<Layer> grads, first_moment, second_moment;
@@ -399,7 +398,7 @@ std::vector<double> MlpRanker::predict(const MlpInputs& inputs) const {
   TESSEL_CHECK(row_width_ == 0 || (inputs.first_row.size() == n + 1 && inputs.first_row.front() == 0 &&
                                    inputs.rows.size() == inputs.first_row.back() * static_cast<size_t>(row_width_)),
                "MlpRanker::predict: the programs' rows do not agree with the encoder");
-  openblas_set_num_threads(thread_count(options_.nthread));
+  blas::set_threads(thread_count(options_.nthread));
   std::vector<double> scores;
   scores.reserve(n);
   Pass pass;

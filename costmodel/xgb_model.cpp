@@ -42,8 +42,11 @@ constexpr const char* kFileFormat = "tessel-cost-model";
 // both models' spreads are saved. A model without a trained ranker is still written as version 2,
 // which an earlier tessel reads (it ignores the options it does not know).
 constexpr int kFileVersion = 3;
-// A new programs model's neural-ranker weight (default_mlp_weight).
-constexpr double kDefaultMlpWeight = 1.0;
+// A new programs model's neural-ranker weight (default_mlp_weight): the summary network's, and the
+// deepsets network's (held out on the H100 log at weights 1, 1.5, 2 and 3 the blend ranked 0.847, 0.849,
+// 0.849 and 0.849 pairwise: experiments/results/costmodel_gpu_2026-11-22/session19/ensembles.txt).
+constexpr double kSummaryMlpWeight = 1.0;
+constexpr double kDeepsetsMlpWeight = 2.0;
 
 void check(int rc, const char* call) {
   if (rc != 0) throw XGBoostError(std::string("XGBoost: ") + call + " failed: " + XGBGetLastError());
@@ -436,8 +439,9 @@ const char* model_input_name(XGBoostModelOptions::Input input) {
   return "?";
 }
 
-double default_mlp_weight(XGBoostModelOptions::Input input) {
-  return input == XGBoostModelOptions::Input::Programs ? kDefaultMlpWeight : 0.0;
+double default_mlp_weight(XGBoostModelOptions::Input input, const MlpOptions& network) {
+  if (input != XGBoostModelOptions::Input::Programs) return 0.0;
+  return network.encoder > 0 ? kDeepsetsMlpWeight : kSummaryMlpWeight;
 }
 
 MlpOptions mlp_network_options(const std::string& name, const std::string& what) {
@@ -463,8 +467,9 @@ std::string mlp_network_name(const MlpOptions& o) {
   return "custom";
 }
 
-double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const std::string& what) {
-  if (given < 0) return default_mlp_weight(input);
+double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const MlpOptions& network,
+                          const std::string& what) {
+  if (given < 0) return default_mlp_weight(input, network);
   if (!std::isfinite(given)) throw InputError(what + " must be a finite number");
   if (given > 0 && input != XGBoostModelOptions::Input::Programs)
     throw InputError(what + " blends a neural ranker into a model of program summaries; the '" +

@@ -77,12 +77,13 @@ XGBoostModelOptions::Input default_model_input(bool gpu);
 // target's default (default_model_input).
 XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu);
 const char* model_input_name(XGBoostModelOptions::Input input);
-// The neural ranker's weight a new model of this input gets by default (mlp_weight): above 0 for
-// programs only.
-double default_mlp_weight(XGBoostModelOptions::Input input);
-// `given` below 0: the input's default; else `given`, which must be 0 for any input but programs
+// The neural ranker's weight a new model of this input and network gets by default (mlp_weight): 0
+// but for programs, there 1 for a network of the summary alone and 2 for one with a row encoder.
+double default_mlp_weight(XGBoostModelOptions::Input input, const MlpOptions& network);
+// `given` below 0: the default; else `given`, which must be 0 for any input but programs
 // (InputError naming `what`).
-double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const std::string& what);
+double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const MlpOptions& network,
+                          const std::string& what);
 // The neural ranker's designs by name: "summary" (or "", the default: the program summary through two
 // hidden layers of 256 and 128) and "deepsets" (every feature row through a shared encoder of two
 // layers of 512, summed over the program's rows, beside the summary, one hidden layer of 256, dropout

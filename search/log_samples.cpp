@@ -1,40 +1,95 @@
 // Tuning log -> training samples.
 #include "search/log_samples.h"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "schedule/te/dag_parser.h"
 
 namespace tessel {
 
+namespace {
+
+// One trial record to turn into a sample, with its workload's program.
+struct Pending {
+  const ComputeDAG* dag;
+  std::string key, group;
+  MeasureRecord record;
+};
+
+// Runs f(0..n-1) over every core; an exception that is not an Error (out of memory, a bug) is
+// rethrown after the workers stop.
+template <typename F>
+void parallel_indices(size_t n, F f) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    try {
+      for (size_t i; (i = next++) < n;) f(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = n;
+    }
+  };
+  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
 LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter) {
   LogSamples out;
   const FeatureTarget target{filter.target_kind == "cuda"};
+  // The log is read here, one workload after another; the features, the slow part, on every core.
+  std::vector<std::unique_ptr<ComputeDAG>> dags;
+  std::vector<Pending> pending;
   for (const MeasureRecord& best : log.best_per_workload_target()) {
     const std::string& key = best.workload.key;
     if (best.target.kind != filter.target_kind) continue;
-    if (!filter.only_workload.empty() && key != filter.only_workload) continue;
-    if (!filter.exclude_workload.empty() && key == filter.exclude_workload) continue;
-    const std::string group = key + "/" + filter.target_kind;
-    std::optional<ComputeDAG> dag;
+    if (!filter.only_workloads.empty() && filter.only_workloads.count(key) == 0) continue;
+    if (filter.exclude_workloads.count(key) != 0) continue;
     try {
-      dag = parse_dag_text(best.workload.text, "workload " + key);
+      dags.push_back(std::make_unique<ComputeDAG>(parse_dag_text(best.workload.text, "workload " + key)));
     } catch (const Error& e) {
       out.skipped.push_back("workload " + key + ": " + e.what());
       continue;
     }
-    for (const MeasureRecord& r : log.records(key, best.target)) {
-      if (r.purpose != RecordPurpose::Trial) continue;  // a retime repeats a trial's schedule
-      try {
-        Trace trace = trace_from_json(r.trace_json, "record " + std::to_string(r.id));
-        ProgramFeatures features = features_of_schedule(*dag, trace, target);
-        double latency = r.error == ErrorCode::Ok ? r.median_s : 0.0;
-        out.samples.push_back(TrainingSample{std::move(features), group, latency});
-        out.workload_keys.push_back(key);
-      } catch (const Error& e) {
-        out.skipped.push_back("workload " + key + " record " + std::to_string(r.id) + ": " + e.what());
-      }
+    for (MeasureRecord& r : log.records(key, best.target))
+      if (r.purpose == RecordPurpose::Trial)  // a retime repeats a trial's schedule
+        pending.push_back(Pending{dags.back().get(), key, key + "/" + filter.target_kind, std::move(r)});
+  }
+
+  std::vector<std::optional<ProgramFeatures>> features(pending.size());
+  std::vector<std::string> why(pending.size());
+  parallel_indices(pending.size(), [&](size_t i) {
+    const MeasureRecord& r = pending[i].record;
+    try {
+      Trace trace = trace_from_json(r.trace_json, "record " + std::to_string(r.id));
+      features[i] = features_of_schedule(*pending[i].dag, trace, target);
+    } catch (const Error& e) {
+      why[i] = "workload " + pending[i].key + " record " + std::to_string(r.id) + ": " + e.what();
     }
+  });
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (!features[i]) {
+      out.skipped.push_back(std::move(why[i]));
+      continue;
+    }
+    const MeasureRecord& r = pending[i].record;
+    const double latency = r.error == ErrorCode::Ok ? r.median_s : 0.0;
+    out.samples.push_back(TrainingSample{std::move(*features[i]), pending[i].group, latency});
+    out.workload_keys.push_back(pending[i].key);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // its program rebuilt from the workload text the log stores and its features extracted.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,8 @@ namespace tessel {
 
 struct LogSampleFilter {
   std::string target_kind = "llvm";  // "llvm" or "cuda"
-  std::string only_workload;         // non-empty: only records of this workload key
-  std::string exclude_workload;      // non-empty: every workload but this one
+  std::set<std::string> only_workloads;     // non-empty: only records of these workload keys
+  std::set<std::string> exclude_workloads;  // every workload but these
 };
 
 struct LogSamples {

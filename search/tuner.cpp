@@ -53,8 +53,8 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   xgb.objective = objective_from_name(options.objective, "--objective");
   xgb.input = model_input_from_name(options.model_input, "--model-input", options.target == "cuda");
   check_objective_fits_input(xgb.objective, xgb.input);
-  xgb.mlp_weight = resolve_mlp_weight(options.mlp_weight, xgb.input, "--mlp-weight");
   xgb.mlp = mlp_network_options(options.mlp_network, "--mlp-network");
+  xgb.mlp_weight = resolve_mlp_weight(options.mlp_weight, xgb.input, xgb.mlp, "--mlp-weight");
   return std::make_unique<XGBoostModel>(xgb);
 }
 
@@ -84,8 +84,7 @@ void check_tune_options(const TuneOptions& options) {
                              model_input_from_name(options.model_input, "--model-input", options.target == "cuda"));
   const double mlp_weight = resolve_mlp_weight(
       options.mlp_weight, model_input_from_name(options.model_input, "--model-input", options.target == "cuda"),
-      "--mlp-weight");
-  mlp_network_options(options.mlp_network, "--mlp-network");
+      mlp_network_options(options.mlp_network, "--mlp-network"), "--mlp-weight");
   if (!options.mlp_network.empty() && mlp_weight == 0)
     throw InputError("--mlp-network " + options.mlp_network +
                      " names the neural ranker of a programs model with a weight above 0; this model has none");

@@ -102,13 +102,13 @@ struct ModelArgs {
   std::string db;
   std::string target = "llvm";
   std::string output;            // train: where to save the model
-  std::string exclude_workload;  // train: leave this workload out
+  std::vector<std::string> exclude_workloads;  // train: leave these workloads out
   std::string objective = "rank";  // train: the loss, rank or packsum
   std::string model_input;         // train: rows or programs ("": programs for cuda, rows for llvm)
   double mlp_weight = -1;          // train: the neural ranker's weight (below 0: the input's default)
-  std::string mlp_network;         // train: the neural ranker, summary ("") or deepsets
+  std::string mlp_network;         // train: the neural ranker, summary or deepsets ("": deepsets)
   std::string model;             // eval: the model file
-  std::string holdout_workload;  // eval: score only this workload (default: every workload)
+  std::vector<std::string> holdout_workloads;  // eval: score only these workloads (default: every workload)
 };
 
 struct ScheduleArgs {

@@ -131,11 +131,12 @@ int main(int argc, char** argv) {
                        "what the cost model scores: programs (one summary each; default for cuda), rows (every "
                        "store, summed; default for llvm) or pairs (two programs' summaries: which is faster)");
   tune_cmd->add_option("--mlp-weight", tune.mlp_weight,
-                       "programs input: the neural ranker's share of the cost model's score (default 1; 0: trees only)")
+                       "programs input: the neural ranker's share of the cost model's score (default 1, 2 for "
+                       "deepsets; 0: trees only)")
       ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--mlp-network", tune.mlp_network,
-                       "programs input: the neural ranker, summary (default) or deepsets (reads every feature row; "
-                       "ranks better, about 14x the arithmetic)");
+                       "programs input: the neural ranker, summary (default: retrained every round, so kept "
+                       "cheap) or deepsets (reads every feature row; ranks better, about 14x the arithmetic)");
   tune_cmd->add_option("--strategy", tune.strategy, "evolution (default) or random (sketch samples only)");
   tune_cmd->add_option("--population", tune.population, "schedules per generation (default 192)")
       ->check(CLI::Range(2, 100000));
@@ -172,21 +173,24 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--db", model.db, "tuning log (SQLite) to learn from (required)");
   train_cmd->add_option("-o,--output", model.output, "where to save the model (JSON, required)");
   train_cmd->add_option("--target", model.target, "llvm (default) or cuda");
-  train_cmd->add_option("--exclude-workload", model.exclude_workload, "leave this workload key out (to evaluate on it)");
+  train_cmd->add_option("--exclude-workload", model.exclude_workloads,
+                        "leave this workload key out, to evaluate on it (repeatable: a fold of several)");
   train_cmd->add_option("--objective", model.objective, "loss: rank (default, pairwise within a workload) or packsum");
   train_cmd->add_option("--model-input", model.model_input,
                         "what the model scores: programs (default for cuda), rows (default for llvm) or pairs");
   train_cmd->add_option("--mlp-weight", model.mlp_weight,
-                        "programs input: the neural ranker's share of the score (default 1; 0: trees only)")
+                        "programs input: the neural ranker's share of the score (default 2 for deepsets, 1 for "
+                        "summary; 0: trees only)")
       ->check(CLI::NonNegativeNumber);
   train_cmd->add_option("--mlp-network", model.mlp_network,
-                        "programs input: the neural ranker, summary (default) or deepsets (reads every feature row; "
-                        "ranks better, about 14x the arithmetic)");
+                        "programs input: the neural ranker, deepsets (default: reads every feature row) or summary "
+                        "(the program summary alone: ranks worse, about 1/14 of the arithmetic)");
   CLI::App* eval_cmd = model_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
   eval_cmd->add_option("--db", model.db, "tuning log (SQLite) with the records to rank (required)");
   eval_cmd->add_option("--model", model.model, "a model saved by `tessel model train` (required)");
   eval_cmd->add_option("--target", model.target, "llvm (default) or cuda");
-  eval_cmd->add_option("--holdout-workload", model.holdout_workload, "rank only this workload key's records");
+  eval_cmd->add_option("--holdout-workload", model.holdout_workloads,
+                       "rank only this workload key's records (repeatable)");
 
   tessel::DemoArgs demo;
   CLI::App* demo_cmd = app.add_subcommand("demo", "a short tuning session of a few suite cases on this CPU");

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "costmodel/blas.h"
 #include "costmodel/ranking_metrics.h"
 #include "costmodel/xgb_model.h"
 #include "schedule/te/error.h"
@@ -36,27 +37,28 @@ std::set<std::string> workloads_of(const TuningLog& log, const std::string& targ
 
 void require_workload(const std::set<std::string>& keys, const std::string& key, const TuningLog& log,
                       const std::string& target) {
-  if (key.empty() || keys.count(key)) return;
+  if (keys.count(key)) return;
   std::string known;
   for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
   throw InputError("unknown workload key '" + key + "': tuning log '" + log.path() + "' has no successful " +
                    target + " record of it (workloads: " + (known.empty() ? "none" : known) + ")");
 }
 
-// The samples of the log at args.db for args.target: only those of `workload`, or all but those of
-// `workload` when `exclude` (every sample when `workload` is empty).
-LogSamples samples_of(const ModelArgs& args, const std::string& workload, bool exclude) {
+// The samples of the log at args.db for args.target: only those of `workloads`, or all but those
+// when `exclude` (every sample when `workloads` is empty).
+LogSamples samples_of(const ModelArgs& args, const std::vector<std::string>& workloads, bool exclude) {
   check_target(args.target);
   TuningLog log = open_log(args.db);
-  require_workload(workloads_of(log, args.target), workload, log, args.target);
+  const std::set<std::string> known = workloads_of(log, args.target);
+  for (const std::string& k : workloads) require_workload(known, k, log, args.target);
   LogSampleFilter filter;
   filter.target_kind = args.target;
-  (exclude ? filter.exclude_workload : filter.only_workload) = workload;
+  (exclude ? filter.exclude_workloads : filter.only_workloads) = std::set<std::string>(workloads.begin(), workloads.end());
   LogSamples s = samples_from_log(log, filter);
   for (const std::string& why : s.skipped) std::cerr << "warning: skipped " << why << "\n";
   if (s.samples.empty())
     throw InputError("tuning log '" + log.path() + "' has no usable " + args.target + " records to learn from" +
-                     (exclude && !workload.empty() ? " outside the excluded workload" : ""));
+                     (exclude && !workloads.empty() ? " outside the excluded workloads" : ""));
   return s;
 }
 
@@ -68,12 +70,14 @@ int cmd_model_train(const ModelArgs& args) {
   options.objective = objective_from_name(args.objective, "--objective");
   options.input = model_input_from_name(args.model_input, "--model-input", args.target == "cuda");
   check_objective_fits_input(options.objective, options.input);
-  options.mlp_weight = resolve_mlp_weight(args.mlp_weight, options.input, "--mlp-weight");
-  options.mlp = mlp_network_options(args.mlp_network, "--mlp-network");
+  // Trained once on a whole log, a model can afford the better network: deepsets unless told.
+  const bool programs = options.input == XGBoostModelOptions::Input::Programs;
+  options.mlp = mlp_network_options(args.mlp_network.empty() && programs ? "deepsets" : args.mlp_network, "--mlp-network");
+  options.mlp_weight = resolve_mlp_weight(args.mlp_weight, options.input, options.mlp, "--mlp-weight");
   if (!args.mlp_network.empty() && options.mlp_weight == 0)
     throw InputError("--mlp-network " + args.mlp_network +
                      " names the neural ranker of a programs model with a weight above 0; this model has none");
-  LogSamples s = samples_of(args, args.exclude_workload, true);
+  LogSamples s = samples_of(args, args.exclude_workloads, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);
 
@@ -88,7 +92,9 @@ int cmd_model_train(const ModelArgs& args) {
   std::printf("objective: %s\n", objective_name(options.objective));
   std::printf("input: %s\n", model_input_name(options.input));
   std::printf("neural ranker weight: %g\n", options.mlp_weight);
-  if (options.mlp_weight > 0) std::printf("neural ranker: %s\n", mlp_network_name(options.mlp).c_str());
+  if (options.mlp_weight > 0)
+    std::printf("neural ranker: %s (products by OpenBLAS, %s kernels)\n", mlp_network_name(options.mlp).c_str(),
+                blas::core_name().c_str());
   std::printf("trees: %d\n", model.num_trees());
   std::printf("training time: %.2f s\n", seconds);
   std::printf("saved: %s\n", args.output.c_str());
@@ -98,7 +104,7 @@ int cmd_model_train(const ModelArgs& args) {
 int cmd_model_eval(const ModelArgs& args) {
   if (args.model.empty()) throw InputError("--model PATH is required");
   std::unique_ptr<XGBoostModel> model = XGBoostModel::load(args.model);
-  LogSamples s = samples_of(args, args.holdout_workload, false);
+  LogSamples s = samples_of(args, args.holdout_workloads, false);
 
   // Scores are compared within a group only, and a pairs model's are relative to the programs it
   // is given: each group is scored on its own.
@@ -124,6 +130,7 @@ int cmd_model_eval(const ModelArgs& args) {
   std::map<std::string, std::vector<size_t>> by_workload;
   for (size_t i = 0; i < s.samples.size(); ++i) by_workload[s.workload_keys[i]].push_back(i);
   std::printf("%-18s %9s %8s %10s %12s\n", "workload", "programs", "pairs", "pairwise", "top-5% recall");
+  double sum_pairwise = 0, sum_recall = 0;
   for (const auto& [key, idx] : by_workload) {
     std::vector<double> sc, lat;
     std::vector<std::string> gr;
@@ -132,9 +139,17 @@ int cmd_model_eval(const ModelArgs& args) {
       lat.push_back(latencies[i]);
       gr.push_back(groups[i]);
     }
-    print(key, evaluate_ranking(sc, lat, gr));
+    const RankingMetrics m = evaluate_ranking(sc, lat, gr);
+    print(key, m);
+    sum_pairwise += m.pairwise_accuracy;
+    sum_recall += m.top_recall;
   }
+  // "overall" pools every workload's pairs (a workload with more programs counts more); "mean" weighs
+  // each workload alike, as the acceptance figures and transfer_eval do.
   print("overall", evaluate_ranking(scores, latencies, groups));
+  if (by_workload.size() > 1)
+    std::printf("%-18s %9s %8s %10.3f %12.3f\n", "mean", "", "", sum_pairwise / static_cast<double>(by_workload.size()),
+                sum_recall / static_cast<double>(by_workload.size()));
   return 0;
 }
 

@@ -8,7 +8,7 @@
 //                 [--rounds N] [--depth D] [--eta E] [--lambda L] [--mcw W] [--subsample S] [--colsample C]
 //                 [--partners N] [--anchors N] [--folds K [--only-folds I,J,...]] [--drop COLS] [--rel 1|2] [--dump FILE] [--scores FILE] [--bag N]
 //                 [--train-records N] [--mlp W [--mlp-epochs N] [--mlp-hidden H] [--mlp-groups G] [--mlp-draw P] [--mlp-lr R] [--mlp-dropout D]
-//                 [--mlp-hidden2 H2] [--mlp-encoder E]]
+//                 [--mlp-hidden2 H2] [--mlp-encoder E] [--mlp-threads T]] [--threads T]
 //
 // --bag N: N models per round, seeds 0 to N-1 (useful with --subsample or --colsample below 1: with
 // every row and column each model is the same), a program scored by the mean over the models of
@@ -19,7 +19,9 @@
 // --mlp W: blend a neural ranker into the programs model with weight W (XGBoostModelOptions::mlp_weight;
 // a large W, such as 1000, ranks by the neural ranker alone); --mlp-epochs, --mlp-hidden (the first
 // layer's width, the second's half of it; --mlp-hidden2 after it sets the second's, 0 for none), --mlp-groups,
-// --mlp-draw, --mlp-lr, --mlp-dropout, --mlp-encoder (the row encoder's width): its MlpOptions.
+// --mlp-draw, --mlp-lr, --mlp-dropout, --mlp-encoder (the row encoder's width), --mlp-threads (OpenBLAS's
+// threads; 0, the default, as many as the trees'): its MlpOptions. --threads: the trees' (0, the
+// default: every CPU). Each fold's (or workload's) training time goes to stderr.
 // --train-records N: train on at most the first N records (in log order) of each training workload;
 // the held-out workloads are ranked on all of theirs. How much the records per workload are worth.
 //
@@ -39,6 +41,7 @@
 // --drop zeroes the listed columns (comma-separated feature names, or a prefix ending in '*') in
 // training and evaluation alike: an ablation without rebuilding the features.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -254,6 +257,8 @@ static int run(int argc, char** argv) {
     else if (a == "--mlp-dropout") options.mlp.dropout = std::stod(next());
     else if (a == "--mlp-hidden2") options.mlp.hidden2 = std::stoi(next());
     else if (a == "--mlp-encoder") options.mlp.encoder = std::stoi(next());
+    else if (a == "--mlp-threads") options.mlp.nthread = std::stoi(next());
+    else if (a == "--threads") options.nthread = std::stoi(next());
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;
@@ -356,6 +361,7 @@ static int run(int argc, char** argv) {
       else if (train_records == 0 || taken[d.keys[i]]++ < train_records) train.push_back(d.samples[i]);
     }
     std::vector<std::unique_ptr<XGBoostModel>> models;
+    const auto train_start = std::chrono::steady_clock::now();
     for (int view = 0; view < (also_input.empty() ? 1 : 2); ++view)
       for (int m = 0; m < bag; ++m) {
         XGBoostModelOptions o = options;
@@ -364,6 +370,8 @@ static int run(int argc, char** argv) {
         models.push_back(std::make_unique<XGBoostModel>(o));
         models.back()->update(train);
       }
+    std::fprintf(stderr, "%s %zu: trained on %zu records in %.1f s\n", folds > 0 ? "fold" : "workload", round,
+                 train.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count());
     for (const std::string& k : held) {
       std::vector<ProgramFeatures> test;
       std::vector<double> lat;

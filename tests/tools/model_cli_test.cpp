@@ -54,7 +54,12 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
 
     RunResult programs = tessel({"model", "train", "--db", db, "-o", dir.file("s.json"), "--model-input", "programs"});
     CHECK(programs.exit_code == 0);
-    CHECK_THAT(programs.out, Catch::Contains("input: programs") && Catch::Contains("neural ranker weight: 1"));
+    CHECK_THAT(programs.out, Catch::Contains("input: programs") && Catch::Contains("neural ranker weight: 2") &&
+                                 Catch::Contains("neural ranker: deepsets"));
+    RunResult summary = tessel({"model", "train", "--db", db, "-o", dir.file("u.json"), "--model-input", "programs",
+                                "--mlp-network", "summary"});
+    CHECK(summary.exit_code == 0);
+    CHECK_THAT(summary.out, Catch::Contains("neural ranker weight: 1") && Catch::Contains("neural ranker: summary"));
     RunResult trees_only = tessel({"model", "train", "--db", db, "-o", dir.file("t.json"), "--model-input", "programs",
                                    "--mlp-weight", "0"});
     CHECK(trees_only.exit_code == 0);
@@ -110,4 +115,56 @@ TEST_CASE("model train and eval learn from a measured log and report bad input",
     CHECK(bad_model.exit_code == 2);
     CHECK_THAT(bad_model.err, Catch::Contains(bad) && Catch::Contains("not a tessel cost model"));
   }
+}
+
+TEST_CASE("model train leaves out and model eval ranks a fold of several workloads", "[cli][model]") {
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  // Three workloads, odd shapes among them.
+  for (const char* shape : {"M=16,N=16,K=16", "M=7,N=61,K=13", "M=27,N=9,K=31"}) {
+    std::vector<std::string> args = {"measure", "--op", "matmul"};
+    std::string dims = shape;
+    for (size_t at = 0; at != std::string::npos;) {
+      size_t comma = dims.find(',', at);
+      args.push_back("--param");
+      args.push_back(dims.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      at = comma == std::string::npos ? comma : comma + 1;
+    }
+    for (const char* a : {"--random-schedules", "12", "--target", "llvm", "--min-time-ms", "5", "--db"}) args.push_back(a);
+    args.push_back(db);
+    RunResult m = tessel(args);
+    INFO(m.out << m.err);
+    REQUIRE(m.exit_code == 0);
+  }
+  RunResult best = tessel({"db", "best", "--db", db, "--json"});
+  REQUIRE(best.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(best.out);
+  REQUIRE(j.size() == 3);
+  const std::string a = j.at(0).at("workload").get<std::string>(), b = j.at(1).at("workload").get<std::string>(),
+                    c = j.at(2).at("workload").get<std::string>();
+
+  std::string model = dir.file("fold.json");
+  RunResult train = tessel({"model", "train", "--db", db, "-o", model, "--exclude-workload", a, "--exclude-workload", b});
+  INFO(train.out << train.err);
+  REQUIRE(train.exit_code == 0);
+  CHECK_THAT(train.out, Catch::Contains("samples: 12") && Catch::Contains("groups: 1"));
+
+  RunResult eval = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", a, "--holdout-workload", b});
+  INFO(eval.out << eval.err);
+  REQUIRE(eval.exit_code == 0);
+  CHECK_THAT(eval.out, Catch::Contains(a) && Catch::Contains(b) && !Catch::Contains(c) && Catch::Contains("overall") &&
+                           Catch::Contains("mean"));
+
+  RunResult one = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", c});
+  REQUIRE(one.exit_code == 0);
+  CHECK_THAT(one.out, Catch::Contains(c) && !Catch::Contains("mean"));  // one workload: its line is the mean
+
+  RunResult all = tessel({"model", "train", "--db", db, "-o", dir.file("x.json"), "--exclude-workload", a,
+                          "--exclude-workload", b, "--exclude-workload", c});
+  CHECK(all.exit_code == 2);
+  CHECK_THAT(all.err, Catch::StartsWith("error:") && Catch::Contains("outside the excluded workloads"));
+  RunResult unknown = tessel({"model", "eval", "--db", db, "--model", model, "--holdout-workload", a,
+                              "--holdout-workload", "feedface"});
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.err, Catch::StartsWith("error: unknown workload key 'feedface'"));
 }

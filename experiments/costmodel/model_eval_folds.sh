@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 6, acceptance 3, through the product's own commands: the workloads of a tuning log split into
+# K folds (the i-th workload of `tessel db best`'s order in fold i mod K, as transfer_eval --folds
+# splits them), and for each fold `tessel model train --exclude-workload ...` on the other folds'
+# records, then `tessel model eval --holdout-workload ...` on its own. Prints each fold's eval output
+# and, at the end, the mean over every evaluated workload of the pairwise accuracy and top-5% recall.
+#
+#   experiments/costmodel/model_eval_folds.sh LOG TARGET K [FOLD ...] [-- MODEL_TRAIN_OPTION ...]
+# FOLDS: only these (numbered from 0; default all), to split the work over machines or sessions.
+# BUILD: the build directory with tools/tessel (default build); T: the tessel binary itself.
+set -euo pipefail
+LOG=${1:?tuning log}
+TARGET=${2:?llvm or cuda}
+K=${3:?number of folds}
+shift 3
+folds=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do folds+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+train_options=("$@")
+T=${T:-${BUILD:-build}/tools/tessel}
+[ ${#folds[@]} -gt 0 ] || folds=($(seq 0 $((K - 1))))
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+"$T" db best --db "$LOG" --json | python3 -c "
+import json, sys
+for r in json.load(sys.stdin):
+    if r['target']['kind'] == '$TARGET': print(r['workload'])" > "$WORK/keys"
+total=$(wc -l < "$WORK/keys")
+[ "$total" -ge "$K" ] || { echo "error: $LOG has $total $TARGET workloads, fewer than $K folds" >&2; exit 2; }
+
+for f in "${folds[@]}"; do
+  held=($(awk -v k="$K" -v f="$f" '(NR - 1) % k == f' "$WORK/keys"))
+  args=()
+  for key in "${held[@]}"; do args+=(--exclude-workload "$key"); done
+  echo "## fold $f of $K: ${#held[@]} workloads held out"
+  echo "\$ tessel model train --db $LOG --target $TARGET ${train_options[*]} --exclude-workload ... -o model.json"
+  start=$(date +%s)
+  "$T" model train --db "$LOG" --target "$TARGET" "${train_options[@]}" "${args[@]}" -o "$WORK/model.json"
+  echo "(train wall $(( $(date +%s) - start )) s)"
+  echo "\$ tessel model eval --db $LOG --target $TARGET --model model.json --holdout-workload ..."
+  "$T" model eval --db "$LOG" --target "$TARGET" --model "$WORK/model.json" \
+    $(for key in "${held[@]}"; do echo --holdout-workload "$key"; done) | tee "$WORK/eval_$f.txt"
+done
+
+# The mean over every held-out workload of every fold run (the eval lines of a workload key).
+cat "$WORK"/eval_*.txt | awk '
+  $1 ~ /^[0-9a-f]+$/ && NF == 5 { pw += $4; rec += $5; n++ }
+  END { if (n) printf "mean over %d held-out workloads: pairwise %.4f  top-5%% recall %.4f\n", n, pw / n, rec / n }'

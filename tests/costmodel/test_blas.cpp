@@ -1,0 +1,74 @@
+// The ranker's BLAS, opened at run time: its products agree with a plain triple loop at odd shapes and
+// every transpose, on one thread and several, and it runs the kernels tessel asked for.
+#include <catch2/catch.hpp>
+
+#include <cctype>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "costmodel/blas.h"
+
+using namespace tessel;
+
+namespace {
+
+// C = alpha op(A) op(B) + beta C, row-major, the plain way.
+void reference(bool ta, bool tb, int m, int n, int k, float alpha, const std::vector<float>& a,
+               const std::vector<float>& b, float beta, std::vector<float>& c) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int p = 0; p < k; ++p) {
+        const float x = ta ? a[static_cast<size_t>(p) * m + i] : a[static_cast<size_t>(i) * k + p];
+        const float y = tb ? b[static_cast<size_t>(j) * k + p] : b[static_cast<size_t>(p) * n + j];
+        sum += static_cast<double>(x) * y;
+      }
+      float& out = c[static_cast<size_t>(i) * n + j];
+      out = static_cast<float>(alpha * sum + beta * out);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("blas::sgemm matches a triple loop at odd shapes and every transpose", "[costmodel][blas]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int threads : {1, 2}) {
+    blas::set_threads(threads);
+    for (auto [m, n, k] : {std::tuple{7, 61, 127}, std::tuple{127, 7, 61}, std::tuple{1, 1000, 3}, std::tuple{61, 127, 771}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          std::vector<float> a(static_cast<size_t>(m) * k), b(static_cast<size_t>(k) * n), c(static_cast<size_t>(m) * n);
+          for (float& v : a) v = u(rng);
+          for (float& v : b) v = u(rng);
+          for (float& v : c) v = u(rng);
+          std::vector<float> want = c;
+          reference(ta, tb, m, n, k, 0.5f, a, b, 0.25f, want);
+          blas::sgemm(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.25f, c.data(), n);
+          INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " threads " << threads);
+          double worst = 0;
+          for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(c[i] - want[i])));
+          CHECK(worst < 1e-4 * k);
+        }
+  }
+}
+
+TEST_CASE("blas runs the kernels chosen for this CPU unless OPENBLAS_CORETYPE said otherwise", "[costmodel][blas]") {
+  const std::string name = blas::core_name();
+  INFO("OpenBLAS core: " << name);
+  CHECK(!name.empty());
+  const std::string chosen = blas::core_for_this_cpu();
+  if (chosen.empty()) {
+    WARN("this CPU has neither AVX-512 nor AVX2: OpenBLAS chose its kernels (" << name << ")");
+    return;
+  }
+  const char* set = std::getenv("OPENBLAS_CORETYPE");
+  REQUIRE(set != nullptr);  // set before the load, by tessel or by whoever ran the test
+  // OpenBLAS reports the core it runs by its own spelling ("SkylakeX" can read "skylakex").
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  if (!chosen.empty() && lower(set) == lower(chosen)) CHECK(lower(name) == lower(chosen));
+}

@@ -30,7 +30,7 @@ done
 # Shared libraries to carry: everything ldd resolves except the C library, the dynamic loader and
 # the GPU driver (those must come from the host); and OpenBLAS, which the neural ranker opens at run
 # time (costmodel/blas.h), with what it needs.
-openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/{print $NF; exit}')
+openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/ && !found {print $NF; found = 1}')
 [ -n "$openblas" ] || { echo "error: libopenblas.so.0 not found (scripts/setup.sh installs it)" >&2; exit 1; }
 for b in "$OUT"/bin/* "$openblas"; do
   ldd "$b" | awk '/=> \//{print $3}'

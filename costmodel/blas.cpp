@@ -16,6 +16,7 @@ struct Library {
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&openblas_set_num_threads) set_threads = nullptr;
   decltype(&openblas_get_corename) corename = nullptr;
+  std::string failure;  // why it did not load ("" when it did)
 };
 
 template <typename F>
@@ -25,21 +26,36 @@ F symbol(void* handle, const char* name) {
   return reinterpret_cast<F>(p);
 }
 
+void load(Library& lib) {
+  // OpenBLAS reads OPENBLAS_CORETYPE once, as it loads: set for the load alone (a value already set
+  // wins), then put back as it was, so that no child process inherits it.
+  const std::string core = core_for_this_cpu();
+  const char* before = std::getenv("OPENBLAS_CORETYPE");
+  const bool set_here = before == nullptr && !core.empty();
+  if (set_here) setenv("OPENBLAS_CORETYPE", core.c_str(), 0);
+  void* handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  const std::string why = handle == nullptr ? dlerror() : "";
+  if (set_here) unsetenv("OPENBLAS_CORETYPE");
+  if (handle == nullptr)
+    throw Error("the neural ranker needs OpenBLAS, which did not load (" + why +
+                "): install libopenblas0, or train without the ranker (--mlp-weight 0)");
+  lib.sgemm = symbol<decltype(lib.sgemm)>(handle, "cblas_sgemm");
+  lib.set_threads = symbol<decltype(lib.set_threads)>(handle, "openblas_set_num_threads");
+  lib.corename = symbol<decltype(lib.corename)>(handle, "openblas_get_corename");
+}
+
 const Library& library() {
   static Library lib;
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::string core = core_for_this_cpu();
-    if (!core.empty()) setenv("OPENBLAS_CORETYPE", core.c_str(), 0);  // a value already set wins
-    void* handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr)
-      throw Error(std::string("the neural ranker needs OpenBLAS, which did not load (") + dlerror() +
-                  "): install libopenblas0, or train without the ranker (--mlp-weight 0)");
-    lib.sgemm = symbol<decltype(lib.sgemm)>(handle, "cblas_sgemm");
-    lib.set_threads = symbol<decltype(lib.set_threads)>(handle, "openblas_set_num_threads");
-    lib.corename = symbol<decltype(lib.corename)>(handle, "openblas_get_corename");
+    try {
+      load(lib);
+    } catch (const Error& e) {  // tried once: every later call reports the same failure
+      lib = Library{};
+      lib.failure = e.what();
+    }
   });
-  if (lib.sgemm == nullptr) throw Error("OpenBLAS failed to load earlier in this process");
+  if (!lib.failure.empty()) throw Error(lib.failure);
   return lib;
 }
 

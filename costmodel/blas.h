@@ -3,8 +3,9 @@
 // CPU model when it loads; the 0.3.21 of Debian 12 takes a CPU it does not know (the H100 host's Xeon,
 // family 6 model 207) for a Prescott and runs SSE3 kernels, 2.5 times slower than its AVX-512 ones
 // there (experiments/results/costmodel_gpu_2026-11-22/session20/). Unless OPENBLAS_CORETYPE is set,
-// tessel sets it from the CPU's features first: SkylakeX with AVX-512 (F, BW, DQ, VL), Haswell with
-// AVX2 and FMA, else OpenBLAS's own choice.
+// tessel sets it from the CPU's features for the load (and unsets it after, so that no child process
+// inherits it): SkylakeX with AVX-512 (F, BW, DQ, VL), Haswell with AVX2 and FMA, else OpenBLAS's own
+// choice. A load that fails throws Error, then and on every later call.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +19,8 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            int ldb, float beta, float* c, int ldc);
 // OpenBLAS's thread count for later products (a process-wide setting).
 void set_threads(int threads);
-// The kernels OpenBLAS runs ("SkylakeX", "Haswell", ...), loading it if it is not loaded yet.
+// The kernels OpenBLAS runs ("SkylakeX", "Haswell", ...), loading it if it is not loaded yet: a
+// command that will need it calls this first, to fail before its long work rather than after.
 std::string core_name();
 // The OPENBLAS_CORETYPE tessel sets for this CPU when none is set ("" for OpenBLAS's own choice).
 std::string core_for_this_cpu();

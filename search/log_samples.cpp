@@ -9,18 +9,30 @@
 #include <optional>
 #include <thread>
 
+#include <sched.h>
+
 #include "schedule/te/dag_parser.h"
 
 namespace tessel {
 
 namespace {
 
-// One trial record to turn into a sample, with its workload's program.
+// One trial record to turn into a sample, with its workload's program: only what the sample needs
+// of the record (a log's records carry their code and settings too).
 struct Pending {
   const ComputeDAG* dag;
-  std::string key, group;
-  MeasureRecord record;
+  const std::string* key;
+  int64_t id;
+  std::string trace_json;
+  double latency;  // 0 for a failed record
 };
+
+// The CPUs this process may run on (taskset and cgroups can leave fewer than the machine has).
+size_t cpu_count() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<size_t>(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 // Runs f(0..n-1) over every core; an exception that is not an Error (out of memory, a bug) is
 // rethrown after the workers stop.
@@ -38,7 +50,7 @@ void parallel_indices(size_t n, F f) {
       next = n;
     }
   };
-  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min(n, cpu_count());
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
@@ -53,6 +65,7 @@ LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter)
   const FeatureTarget target{filter.target_kind == "cuda"};
   // The log is read here, one workload after another; the features, the slow part, on every core.
   std::vector<std::unique_ptr<ComputeDAG>> dags;
+  std::vector<std::unique_ptr<std::string>> keys;  // stable addresses for Pending::key
   std::vector<Pending> pending;
   for (const MeasureRecord& best : log.best_per_workload_target()) {
     const std::string& key = best.workload.key;
@@ -65,31 +78,33 @@ LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter)
       out.skipped.push_back("workload " + key + ": " + e.what());
       continue;
     }
+    keys.push_back(std::make_unique<std::string>(key));
     for (MeasureRecord& r : log.records(key, best.target))
       if (r.purpose == RecordPurpose::Trial)  // a retime repeats a trial's schedule
-        pending.push_back(Pending{dags.back().get(), key, key + "/" + filter.target_kind, std::move(r)});
+        pending.push_back(Pending{dags.back().get(), keys.back().get(), r.id, std::move(r.trace_json),
+                                  r.error == ErrorCode::Ok ? r.median_s : 0.0});
   }
 
   std::vector<std::optional<ProgramFeatures>> features(pending.size());
   std::vector<std::string> why(pending.size());
   parallel_indices(pending.size(), [&](size_t i) {
-    const MeasureRecord& r = pending[i].record;
+    Pending& p = pending[i];
     try {
-      Trace trace = trace_from_json(r.trace_json, "record " + std::to_string(r.id));
-      features[i] = features_of_schedule(*pending[i].dag, trace, target);
+      Trace trace = trace_from_json(p.trace_json, "record " + std::to_string(p.id));
+      features[i] = features_of_schedule(*p.dag, trace, target);
     } catch (const Error& e) {
-      why[i] = "workload " + pending[i].key + " record " + std::to_string(r.id) + ": " + e.what();
+      why[i] = "workload " + *p.key + " record " + std::to_string(p.id) + ": " + e.what();
     }
+    std::string().swap(p.trace_json);  // done with it
   });
   for (size_t i = 0; i < pending.size(); ++i) {
     if (!features[i]) {
       out.skipped.push_back(std::move(why[i]));
       continue;
     }
-    const MeasureRecord& r = pending[i].record;
-    const double latency = r.error == ErrorCode::Ok ? r.median_s : 0.0;
-    out.samples.push_back(TrainingSample{std::move(*features[i]), pending[i].group, latency});
-    out.workload_keys.push_back(pending[i].key);
+    const std::string& key = *pending[i].key;
+    out.samples.push_back(TrainingSample{std::move(*features[i]), key + "/" + filter.target_kind, pending[i].latency});
+    out.workload_keys.push_back(key);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "costmodel/blas.h"
 #include "costmodel/xgb_model.h"
 #include "schedule/te/error.h"
 #include "search/default_schedule.h"
@@ -45,9 +46,8 @@ void refresh_latencies(TaskRun& run) {
   run.status.default_s = l.default_s;
 }
 
-std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
-  if (options.model == "random") return make_random_model(options.seed);
-  if (!options.model_path.empty()) return XGBoostModel::load(options.model_path);
+// The options of a new XGBoost model from the tune options.
+XGBoostModelOptions new_model_options(const TuneOptions& options) {
   XGBoostModelOptions xgb;
   xgb.seed = options.seed;
   xgb.objective = objective_from_name(options.objective, "--objective");
@@ -55,7 +55,18 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
   check_objective_fits_input(xgb.objective, xgb.input);
   xgb.mlp = mlp_network_options(options.mlp_network, "--mlp-network");
   xgb.mlp_weight = resolve_mlp_weight(options.mlp_weight, xgb.input, xgb.mlp, "--mlp-weight");
-  return std::make_unique<XGBoostModel>(xgb);
+  return xgb;
+}
+
+std::unique_ptr<CostModel> make_model(const TuneOptions& options) {
+  if (options.model == "random") return make_random_model(options.seed);
+  std::unique_ptr<XGBoostModel> model;
+  if (!options.model_path.empty()) model = XGBoostModel::load(options.model_path);
+  else model = std::make_unique<XGBoostModel>(new_model_options(options));
+  // A model with a neural ranker needs OpenBLAS: loaded now, so that a missing library stops the
+  // session before its first round rather than after it.
+  if (model->options().mlp_weight > 0) blas::core_name();
+  return model;
 }
 
 bool ok(const MeasureRecord& r) { return r.error == ErrorCode::Ok && r.median_s > 0; }

@@ -77,6 +77,7 @@ int cmd_model_train(const ModelArgs& args) {
   if (!args.mlp_network.empty() && options.mlp_weight == 0)
     throw InputError("--mlp-network " + args.mlp_network +
                      " names the neural ranker of a programs model with a weight above 0; this model has none");
+  if (options.mlp_weight > 0) blas::core_name();  // OpenBLAS missing: say so now, not after the trees
   LogSamples s = samples_of(args, args.exclude_workloads, true);
   std::set<std::string> groups;
   for (const TrainingSample& t : s.samples) groups.insert(t.group);

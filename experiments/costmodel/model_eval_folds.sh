@@ -18,7 +18,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do folds+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 train_options=("$@")
 T=${T:-${BUILD:-build}/tools/tessel}
+[[ $K =~ ^[1-9][0-9]*$ ]] || { echo "error: K must be a positive number, not '$K'" >&2; exit 2; }
 [ ${#folds[@]} -gt 0 ] || folds=($(seq 0 $((K - 1))))
+for f in "${folds[@]}"; do  # a fold outside 0..K-1 (or a train option without --) would hold out nothing
+  [[ $f =~ ^[0-9]+$ ]] && (( f < K )) || { echo "error: fold '$f' is not in 0..$((K - 1)) (train options go after --)" >&2; exit 2; }
+done
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -31,6 +35,7 @@ total=$(wc -l < "$WORK/keys")
 
 for f in "${folds[@]}"; do
   held=($(awk -v k="$K" -v f="$f" '(NR - 1) % k == f' "$WORK/keys"))
+  [ ${#held[@]} -gt 0 ] || { echo "error: fold $f holds no workload" >&2; exit 2; }
   args=()
   for key in "${held[@]}"; do args+=(--exclude-workload "$key"); done
   echo "## fold $f of $K: ${#held[@]} workloads held out"

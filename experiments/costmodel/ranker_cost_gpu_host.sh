@@ -49,7 +49,7 @@ done
 
 suite=$B/suite.json
 has tune && for network in summary deepsets; do
-  rm -f /tmp/tune_$network.db
+  rm -f /tmp/tune_$network.db /tmp/tune_$network.db-wal /tmp/tune_$network.db-shm
   timed $((TUNE_S + 90)) "$OUT/tune_$network.txt" $T tune --suite "$suite" --all --target cuda --trials 200 \
     --db /tmp/tune_$network.db --seed 1 --time-budget-s "$TUNE_S" --mlp-network $network -v
 done

@@ -10,12 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
-#include <thread>
-
-#include <sched.h>
 
 #include "costmodel/blas.h"
 #include "schedule/te/error.h"
+#include "schedule/te/parallel.h"
 
 namespace tessel {
 
@@ -25,14 +23,8 @@ namespace {
 // from dominating a column's mean and spread.
 constexpr float kFloor = -40.0f;
 
-// The threads to use: `nthread`, or (0) the CPUs this process may run on, which on a shared host can be
-// far fewer than the machine has.
-int thread_count(int nthread) {
-  if (nthread > 0) return nthread;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+// The threads to use: `nthread`, or (0) the CPUs this process may run on.
+int thread_count(int nthread) { return nthread > 0 ? nthread : available_cores(); }
 
 using Layer = MlpRanker::Layer;
 

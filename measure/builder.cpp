@@ -1,7 +1,6 @@
 #include "measure/builder.h"
 
 #include <poll.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,13 +68,6 @@ BuildResult parse_report(const std::string& line) {
 }
 
 }  // namespace
-
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-}
 
 BuildResult build_one(const ComputeDAG& dag, const BuildTask& task, const BuilderOptions& options) {
   auto t0 = Clock::now();

@@ -12,6 +12,7 @@
 #include "measure/error_code.h"
 #include "measure/fault_injection.h"
 #include "schedule/state/trace.h"
+#include "schedule/te/parallel.h"  // available_cores
 
 namespace tessel {
 
@@ -45,8 +46,5 @@ std::vector<BuildResult> build_candidates(const ComputeDAG& dag, const std::vect
 
 // One build in the calling process (what each builder process runs).
 BuildResult build_one(const ComputeDAG& dag, const BuildTask& task, const BuilderOptions& options);
-
-// Every core this process may use.
-int available_cores();
 
 }  // namespace tessel

@@ -1,17 +1,11 @@
 // Tuning log -> training samples.
 #include "search/log_samples.h"
 
-#include <algorithm>
-#include <atomic>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
-
-#include <sched.h>
 
 #include "schedule/te/dag_parser.h"
+#include "schedule/te/parallel.h"
 
 namespace tessel {
 
@@ -26,37 +20,6 @@ struct Pending {
   std::string trace_json;
   double latency;  // 0 for a failed record
 };
-
-// The CPUs this process may run on (taskset and cgroups can leave fewer than the machine has).
-size_t cpu_count() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<size_t>(std::max(1, CPU_COUNT(&set)));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-// Runs f(0..n-1) over every core; an exception that is not an Error (out of memory, a bug) is
-// rethrown after the workers stop.
-template <typename F>
-void parallel_indices(size_t n, F f) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&] {
-    try {
-      for (size_t i; (i = next++) < n;) f(i);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-      next = n;
-    }
-  };
-  const size_t threads = std::min(n, cpu_count());
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-}
 
 }  // namespace
 

@@ -1,14 +1,11 @@
 #include "search/search_policy.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "schedule/te/error.h"
+#include "schedule/te/parallel.h"
 
 namespace tessel {
 
@@ -143,23 +140,8 @@ std::optional<SketchResult> SearchPolicy::crossover(const Individual& a, const I
 
 std::vector<std::optional<ProgramFeatures>> SearchPolicy::features(const std::vector<const Trace*>& traces) const {
   std::vector<std::optional<ProgramFeatures>> out(traces.size());
-  std::atomic<size_t> next{0};
-  std::vector<std::exception_ptr> errors;
-  std::mutex errors_mutex;
-  auto worker = [&]() {
-    try {
-      for (size_t i; (i = next++) < traces.size();) out[i] = features(*traces[i]);
-    } catch (...) {  // not a schedule problem (out of memory, a bug): the caller's to handle
-      std::lock_guard<std::mutex> lock(errors_mutex);
-      errors.push_back(std::current_exception());
-    }
-  };
-  size_t threads = std::min<size_t>(traces.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  if (!errors.empty()) std::rethrow_exception(errors.front());
+  // An exception here is not a schedule problem (out of memory, a bug): the caller's to handle.
+  parallel_indices(traces.size(), [&](size_t i) { out[i] = features(*traces[i]); });
   return out;
 }
 

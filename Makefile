@@ -23,7 +23,7 @@ build: configure
 # cases on this CPU, every trial checked against the reference and recorded, then the before / after
 # table.
 demo: build
-	$(BUILD)/tools/tessel demo --suite experiments/suite.json
+	$(BUILD)/tools/tessel demo --suite suites/operators.json
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2 --timeout 900

@@ -44,7 +44,7 @@ done
 for b in "$OUT"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$b"; done
 for l in "$OUT"/lib/*; do patchelf --set-rpath '$ORIGIN' "$l" 2>/dev/null || true; done
 
-cp experiments/suite.json "$OUT/"
+cp suites/operators.json "$OUT/"
 [ -f ../shared/bench/torch_baselines.py ] && cp ../shared/bench/torch_baselines.py "$OUT/"
 cp -r experiments/schedules "$OUT/schedules"
 cat > "$OUT/README" <<'TXT'

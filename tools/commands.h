@@ -118,7 +118,7 @@ struct ScheduleArgs {
 };
 
 struct DemoArgs {
-  std::string suite = "experiments/suite.json";
+  std::string suite = "suites/operators.json";
   std::vector<std::string> cases;  // empty: the embedded default list
   int64_t trials = 64;
   double time_budget_s = 110;

@@ -26,7 +26,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tessel", required=True, help="the tessel binary (for `show --emit te`)")
     ap.add_argument("--logs", default="experiments/costmodel/data/h100_training_s1*.jsonl.gz")
-    ap.add_argument("--suites", default="experiments/costmodel/training_suite*.json experiments/suite.json")
+    ap.add_argument("--suites", default="experiments/costmodel/training_suite*.json suites/operators.json")
     ap.add_argument("--min-records", type=int, default=60)
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--parts", type=int, default=8)

@@ -5,7 +5,7 @@ Usage: make_table.py OUTDIR [suite.json] > table.md"""
 import json, sys, os
 
 out = sys.argv[1]
-suite = json.load(open(sys.argv[2] if len(sys.argv) > 2 else "experiments/suite.json"))
+suite = json.load(open(sys.argv[2] if len(sys.argv) > 2 else "suites/operators.json"))
 names = [c["name"] for c in suite["cases"]]
 runs = {}
 for line in open(os.path.join(out, "tessel_cuda.jsonl")):

@@ -12,7 +12,7 @@ TARGET=${1:?target llvm or cuda}
 CASE=${2:?suite case}
 SESSIONS=${3:-10}
 TESSEL=${4:-build/tools/tessel}
-SUITE=${5:-experiments/suite.json}
+SUITE=${5:-suites/operators.json}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

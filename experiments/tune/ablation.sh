@@ -27,7 +27,7 @@ declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kin
     for m in random evolution_no_model full; do
       n=$TRIALS
       [ "$m" != random ] && n=${MODEL_TRIALS:-$TRIALS}
-      cmd="$T tune --suite experiments/suite.json --case $c --target llvm --trials $n --db $WORK/$c.$m.db --seed 1 ${flags[$m]} ${EXTRA:-}"
+      cmd="$T tune --suite suites/operators.json --case $c --target llvm --trials $n --db $WORK/$c.$m.db --seed 1 ${flags[$m]} ${EXTRA:-}"
       echo "$cmd"
       $cmd > "$WORK/$c.$m.txt" 2>&1
       "$T" db export --db "$WORK/$c.$m.db" > "$WORK/$c.$m.jsonl"
@@ -35,5 +35,5 @@ declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kin
   done
 } > "$OUT/commands.txt"
 ${PYTHON:-/usr/bin/python3} experiments/tune/plot_ablation.py "$WORK" "$OUT" "${cases[@]}"
-${PYTHON:-/usr/bin/python3} experiments/tune/ablation_retime.py "$T" experiments/suite.json "$WORK" "$OUT" "${cases[@]}" > /dev/null
+${PYTHON:-/usr/bin/python3} experiments/tune/ablation_retime.py "$T" suites/operators.json "$WORK" "$OUT" "${cases[@]}" > /dev/null
 echo "logs and exports in $WORK"

@@ -21,16 +21,16 @@ for c in "${cases[@]}"; do args+=(--case "$c"); done
   echo
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ); tessel $(git rev-parse --short HEAD)"
   echo
-  echo "Command: \`$T tune --suite experiments/suite.json ${args[*]} --target llvm --trials $TRIALS --db $DB --seed 1 -v\`"
+  echo "Command: \`$T tune --suite suites/operators.json ${args[*]} --target llvm --trials $TRIALS --db $DB --seed 1 -v\`"
   echo
   echo '```'
   start=$(date +%s)
-  "$T" tune --suite experiments/suite.json "${args[@]}" --target llvm --trials "$TRIALS" --db "$DB" --seed 1 -v 2> "$OUT/tune_progress.txt"
+  "$T" tune --suite suites/operators.json "${args[@]}" --target llvm --trials "$TRIALS" --db "$DB" --seed 1 -v 2> "$OUT/tune_progress.txt"
   echo "wall: $(( $(date +%s) - start )) s"
   echo '```'
   echo
   "$T" db export --db "$DB" > "$WORK/records.jsonl"
-  "$T" show --suite experiments/suite.json --case gemm_1024 --schedule none --emit te > "$WORK/gemm_1024.te"
+  "$T" show --suite suites/operators.json --case gemm_1024 --schedule none --emit te > "$WORK/gemm_1024.te"
   python3 experiments/tune/best_trace.py "$WORK/records.jsonl" "$WORK/gemm_1024.te" "$OUT/gemm_1024_best.json"
   echo
   echo "Best matmul 1024^3 schedule vs OpenBLAS, same threads, interleaved in one process:"

@@ -140,8 +140,8 @@ TEST_CASE("dag parser: every op template round-trips at odd and even shapes", "[
   CHECK(covered == all);
 }
 
-TEST_CASE("dag parser: every case of experiments/suite.json round-trips", "[dag_parser]") {
-  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/experiments/suite.json");
+TEST_CASE("dag parser: every case of suites/operators.json round-trips", "[dag_parser]") {
+  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/suites/operators.json");
   REQUIRE(in);
   nlohmann::json suite = nlohmann::json::parse(in);
   REQUIRE(suite["cases"].size() > 10);

@@ -136,7 +136,7 @@ TEST_CASE("a param given twice is bad input", "[cli][input]") {
 }
 
 TEST_CASE("a workload needs exactly one of --op and --suite", "[cli][input]") {
-  std::string suite = source_file("experiments/suite.json");
+  std::string suite = source_file("suites/operators.json");
   SECTION("both") {
     require_bad_input({"show", "--op", "matmul", "--suite", suite, "--case", "gelu_tanh_1024"}, {"--op", "--suite"});
   }
@@ -164,7 +164,7 @@ TEST_CASE("suite files that cannot be used are bad input", "[cli][input]") {
     require_bad_input({"show", "--suite", path, "--case", "a"}, {path, "cases"});
   }
   SECTION("an unknown case lists the suite's cases") {
-    std::string suite = source_file("experiments/suite.json");
+    std::string suite = source_file("suites/operators.json");
     require_bad_input({"show", "--suite", suite, "--case", "no_such_case"},
                       {"no_such_case", "elemwise_chain_4096", "gelu_tanh_1024"});
   }
@@ -446,7 +446,7 @@ TEST_CASE("check with random schedules at an odd shape reports every schedule co
 
 TEST_CASE("check of an elementwise suite case", "[cli][check]") {
   RunResult r = require_ok(
-      {"check", "--suite", source_file("experiments/suite.json"), "--case", "gelu_tanh_1024", "--random-schedules", "2"});
+      {"check", "--suite", source_file("suites/operators.json"), "--case", "gelu_tanh_1024", "--random-schedules", "2"});
   CHECK(last_line(r.out) == "checked 3 schedules: 3 correct");
 }
 
@@ -498,7 +498,7 @@ TEST_CASE("run with no schedule at all still computes the right result", "[cli][
 
 TEST_CASE("a suite case works as a workload", "[cli][suite]") {
   RunResult r = require_ok(
-      {"show", "--suite", source_file("experiments/suite.json"), "--case", "gelu_tanh_1024", "--emit", "te"});
+      {"show", "--suite", source_file("suites/operators.json"), "--case", "gelu_tanh_1024", "--emit", "te"});
   CHECK(contains(r.out, "tanh"));
   CHECK(contains(r.out, "1024"));
 }

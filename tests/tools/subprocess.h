@@ -43,7 +43,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// The path of a file in the source tree (e.g. "experiments/suite.json").
+// The path of a file in the source tree (e.g. "suites/operators.json").
 std::string source_file(const std::string& relative);
 
 }  // namespace tessel_test

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# On a GPU host: `tessel check --target cuda --random-schedules N` (N random schedules and the
+# Correctness over random schedules: `tessel check --random-schedules N` (N random schedules and the
 # default, each checked against the reference interpreter) for every op template at small odd
 # shapes, all templates at once; prints each one's summary and exit status.
-#   B=bundle bash experiments/gpu/check_random.sh WORKDIR [N]
+#
+#   [TARGET=cuda|llvm] [T=bundle/bin/tessel] bash experiments/gpu/check_random.sh WORKDIR [N]
+# TARGET defaults to cuda (run on the GPU host from the bundle); TARGET=llvm T=build/tools/tessel
+# checks this CPU's code the same way.
 set -uo pipefail
-B=${B:-bundle}
-T=$B/bin/tessel
+TARGET=${TARGET:-cuda}
+T=${T:-bundle/bin/tessel}
 W=${1:?work directory}
 N=${2:-50}
 mkdir -p "$W"
@@ -23,8 +26,9 @@ ops=(
 )
 i=0
 for op in "${ops[@]}"; do
-  ( echo "== tessel check --op $op --target cuda --random-schedules $N"
-    timeout 300 $T check --op $op --target cuda --random-schedules "$N" 2>&1 | grep -E "FAIL|checked|error" | cut -c1-400
+  # shellcheck disable=SC2086  # $op is the op and its parameters, one word each
+  ( echo "== tessel check --op $op --target $TARGET --random-schedules $N"
+    timeout 600 "$T" check --op $op --target "$TARGET" --random-schedules "$N" 2>&1 | grep -E "FAIL|checked|error" | cut -c1-400
     echo "rc=${PIPESTATUS[0]}" ) > "$W/check_$i.part" &
   i=$((i+1))
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Merges one device call's outputs (tessel_cuda.jsonl, baselines.jsonl) into a markdown table:
-tessel's GPU schedules vs torch eager / compile / max-autotune, measured in the same call.
-Usage: make_table.py OUTDIR [suite.json] > table.md"""
+"""Merges the outputs of one run of experiments/gpu/run_schedules.sh (tessel_cuda.jsonl,
+baselines.jsonl) into a markdown table: tessel's GPU schedules vs torch eager / compile /
+max-autotune, all measured in that run. Times in microseconds; a ratio above 1: tessel faster.
+Usage: make_table.py OUTDIR [SUITE.json] > table.md"""
 import json, sys, os
 
 out = sys.argv[1]

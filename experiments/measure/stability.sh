@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Timing stability: the same schedule (a suite case's default schedule) measured in SESSIONS separate
-# `tessel measure` sessions (separate processes, fresh runner each); reports every session's median
-# and the max/min spread of the medians. Prints a markdown table.
+# Timing stability: the same schedule (a suite case's default schedule) measured by SESSIONS separate
+# `tessel measure` processes (a fresh runner each); reports each one's median and the max/min spread
+# of the medians. Prints a markdown table.
 #
 #   experiments/measure/stability.sh TARGET CASE [SESSIONS] [TESSEL] [SUITE]
 #   e.g. experiments/measure/stability.sh llvm rowsum_8192x8192 10
@@ -20,7 +20,7 @@ read -r -a extra <<< "${EXTRA:-}"
 echo "### $CASE, default schedule, --target $TARGET ${EXTRA:-}, $SESSIONS sessions"
 echo
 if [[ "$CASE" == --op* ]]; then read -r -a workload <<< "$CASE"; else workload=(--suite "$SUITE" --case "$CASE"); fi
-for s in $(seq 1 "$SESSIONS"); do
+for _ in $(seq 1 "$SESSIONS"); do
   "$TESSEL" measure "${workload[@]}" --schedule default --target "$TARGET" "${extra[@]}" --db "$work/log.db" >/dev/null
 done
 "$TESSEL" db export --db "$work/log.db" | python3 -c '

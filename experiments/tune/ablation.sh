@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Issue 6, acceptance 2: search efficiency on this CPU. Each case is tuned three times from an empty
-# log, TRIALS trials each (default 500): random search (sketch samples only), evolution without the
-# cost model (children ranked at random), and the full method (evolution + XGBoost), the last two for
-# MODEL_TRIALS trials (default TRIALS: the target is reaching random search's best early). Then the best
-# latency after each trial is plotted (ablation.png) and tabulated (README.md), and each method's best
-# schedules at trial checkpoints are re-timed together, interleaved, in one run (retime.md: the three
-# searches run minutes apart, and this shared machine's timings drift more than their differences).
+# Search efficiency on this CPU: each case is tuned three times from an empty log, TRIALS trials each
+# (default 500): random search (sketch samples only), evolution without the cost model (children
+# ranked at random), and the full method (evolution + XGBoost), the last two for MODEL_TRIALS trials
+# (default TRIALS: the question is how early the full method reaches random search's best). Then the
+# best latency after each trial is plotted (ablation.png, needs Debian's python3-matplotlib) and
+# tabulated (README.md), and each method's best schedules at trial checkpoints are re-timed together,
+# interleaved, in one run (retime.md: the three searches run minutes apart, and a shared machine's
+# timings drift between them by more than their differences).
 #
-#   [EXTRA="--min-time-ms 30"] [MODEL_TRIALS=300] [WORK=dir] experiments/tune/ablation.sh [TRIALS] [CASE...]
+#   [EXTRA="--min-time-ms 30"] [MODEL_TRIALS=300] [OUT=experiments/results/ablation] [WORK=dir] \
+#     experiments/tune/ablation.sh [TRIALS] [CASE...]
 # WORK keeps the logs: rerun with the same WORK to resume an interrupted ablation.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +19,7 @@ cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(bmm_qk_96x128x64x128 softmax_attn_96x128x128 bias_residual_layernorm_1024x768)
 BUILD=${BUILD:-build}
 T="$BUILD/tools/tessel"
-OUT=${OUT:-experiments/results/ablation_cpu_$(date -u +%Y-%m-%d)}
+OUT=${OUT:-experiments/results/ablation}
 WORK=${WORK:-$(mktemp -d)}
 mkdir -p "$OUT" "$WORK"
 declare -A flags=([random]="--strategy random" [evolution_no_model]="--model-kind random" [full]="")

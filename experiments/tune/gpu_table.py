@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""One device call of run_gpu.sh -> a markdown table: tessel's default and tuned schedules (re-timed
-without L2 flush, like torch's CUDA-graph replay) against torch eager / compile / max-autotune from
-the same call. usage: gpu_table.py OUTDIR"""
+"""The outputs of one run of run_gpu.sh or gpu_replay.sh -> a markdown table: tessel's default and
+tuned schedules (re-timed without L2 flush, like torch's CUDA-graph replay) against torch eager /
+compile / max-autotune measured in the same run. Times in microseconds; the last column above 1:
+tessel faster. usage: gpu_table.py OUTDIR"""
 import gzip
 import json
 import os

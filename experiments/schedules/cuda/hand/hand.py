@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hand-written GPU schedules for the suite cases (issue 3), written the way one writes a TVM / Halide
+"""Hand-written GPU schedules for the suite cases, written the way one writes a TVM / Halide
 schedule: a list of primitives per stage, chosen by reasoning about the H100, not by search.
 
     python3 experiments/schedules/cuda/hand/hand.py     # rewrites the *.json files beside this script
@@ -265,8 +265,8 @@ def write_all(directory):
     return sorted(cases)
 
 
-# Alternatives timed beside the chosen schedules (experiments/gpu/run_h100.sh times every file of
-# `hand.py --variants DIR`); the README of the results says which won.
+# Alternatives timed beside the chosen schedules (experiments/gpu/run_schedules.sh with VARIANTS=DIR
+# times every file of `hand.py --variants DIR`); experiments/results/gpu_schedules/ says which won.
 def variants():
     return {
         "gemm_1024": {"64x64_8x8": matmul(bm=64, bn=64, tm=8, tn=8), "128x64_8x8": matmul(bm=128, bn=64),

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Issue 5 on the GPU host, from the bundle (`make bundle`): the fault-injection session with
-# --target cuda, leftover-process check, GPU timing stability, and the GPU tests. Writes under $OUT.
+# The measurement harness on a GPU host: forty random GPU schedules measured with four injected
+# faults (crash, hang, wrong answer, out-of-bounds store), a check that no tessel process is left,
+# timing stability of two suite cases over 10 separate `tessel measure` processes, and the GPU tests.
+# Run from the repository root on the GPU host, with bundle/ or dist/bundle.tgz from `make bundle`:
 #
-#   OUT=/some/dir experiments/measure/run_h100.sh [BUNDLE]
+#   OUT=DIR bash experiments/measure/run_gpu.sh
+#
+# Writes under OUT: gpu.txt, inject_cuda.txt (the session's output, exit status, `db best`),
+# inject_cuda.jsonl (its log exported), leftover_processes.txt, stability_cuda.md, test_cuda.txt.
 set -uo pipefail
-B=${1:-bundle}
+B=${B:-bundle}
 OUT=${OUT:?set OUT}
 T="$B/bin/tessel"
+mkdir -p "$OUT"
+[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-dist/bundle.tgz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 
 # 1. Forty random GPU schedules with four injected faults.
@@ -20,10 +27,9 @@ echo "exit code $?; wall $(python3 -c "import time; print(f'{time.time() - $star
 ps -eo pid,ppid,stat,args | grep -E "tessel(-runner)?( |$)" | grep -v grep > "$OUT/leftover_processes.txt"
 echo "leftover processes: $(wc -l < "$OUT/leftover_processes.txt")" >> "$OUT/inject_cuda.txt"
 
-# 2. The same schedule in 10 separate sessions.
-bash experiments/measure/stability.sh cuda rowsum_8192x8192 10 "$T" "$B/suite.json" > "$OUT/stability_cuda.md" 2>&1
-bash experiments/measure/stability.sh cuda layernorm_16384x1024 10 "$T" "$B/suite.json" >> "$OUT/stability_cuda.md" 2>&1
+# 2. The same schedule measured by 10 separate processes.
+bash experiments/measure/stability.sh cuda rowsum_8192x8192 10 "$T" > "$OUT/stability_cuda.md" 2>&1
+bash experiments/measure/stability.sh cuda layernorm_16384x1024 10 "$T" >> "$OUT/stability_cuda.md" 2>&1
 
 # 3. The GPU tests.
 "$B/bin/test_cuda" > "$OUT/test_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/test_cuda.txt"
-grep -B3 -A30 FAILED "$OUT/test_cuda.txt" > "$OUT/test_cuda_failures.txt"

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Random workloads for cost-model training and held-out evaluation (issue 6, acceptance 3).
+"""Random workloads for the cost model's training and held-out evaluation.
 
-The held-out ranking improves with the number of training workloads (session 13: 0.673 pairwise
-with a quarter of the 97-workload log's workloads, 0.767 with all of them), so this draws more of
-them: every op of the library, shapes from a mix of powers of two and odd sizes, each workload's
-work kept within bounds that tune quickly on the GPU (and whose reference outputs the tuner's
-output check computes in seconds). Workloads already in the suites given with --exclude are
-skipped. The draw depends only on --seed, so the files are reproducible.
+The held-out ranking improves with the number of training workloads (0.673 pairwise with a quarter
+of a 97-workload H100 log's workloads, 0.767 with all of them), so this draws more of them: every
+op of the library, shapes from a mix of powers of two and odd sizes, each workload's work kept
+within bounds that tune quickly on the GPU (and whose reference outputs the tuner's output check
+computes in seconds). Workloads already in the suites given with --exclude are skipped. The draw
+depends only on --seed and the excluded suites, so the files are reproducible.
 
 usage: make_training_suite.py --seed S --count N --parts P --out PREFIX [--exclude SUITE.json ...]
 writes PREFIX_1.json .. PREFIX_P.json, N workloads dealt round-robin over the parts (each part
-mixes the families, so a call cut short by its time budget still samples all of them).
+mixes the families, so a collection run cut short by its time budget still samples all of them).
+To draw workloads beside the committed ones:
+  /usr/bin/python3 experiments/costmodel/make_training_suite.py --seed 20 --count 100 --parts 4 \
+      --out /tmp/more --exclude experiments/costmodel/training_workloads.json suites/operators.json
 """
 import argparse
 import json
@@ -135,7 +138,7 @@ def main():
         names.add(name)
         cases.append({"name": name, "op": op, "params": params, "dtype": "float32"})
     for part in range(a.parts):
-        about = (f"Random workloads for cost-model training and held-out evaluation (issue 6, acceptance 3), part "
+        about = (f"Random workloads for the cost model's training and held-out evaluation, part "
                  f"{part + 1} of {a.parts}: experiments/costmodel/make_training_suite.py --seed {a.seed} --count "
                  f"{a.count} --parts {a.parts}. No torch baselines.")
         with open(f"{a.out}_{part + 1}.json", "w") as f:

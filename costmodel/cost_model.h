@@ -1,6 +1,7 @@
 // The cost model: scores candidate programs so that the search measures only the promising ones.
 // Scores are comparable within one task (workload + target) and, for a model of relative scores,
-// one reference set of programs (predict_with_reference); higher means faster.
+// one reference set of programs (predict_with_reference); higher means faster. The one interface the
+// search uses; the learned model (XGBoostModel, xgb_model.h) and the random one implement it.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "costmodel/features.h"
+#include "schedule/te/error.h"
 
 namespace tessel {
 
@@ -38,6 +40,12 @@ class CostModel {
   // Whether predictions carry information yet (false before the first update with data).
   virtual bool trained() const = 0;
   virtual std::string name() const = 0;
+  // Writes what the model has learned to `path` (a learned model loads it back). Throws InputError
+  // when the file cannot be written or the model has nothing to save.
+  virtual void save(const std::string& path) const {
+    (void)path;
+    throw InputError("the " + name() + " cost model has nothing to save");
+  }
 };
 
 // Uniform random scores: the search without a model (for ablations), deterministic given the seed.

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "costmodel/cost_model.h"
+#include "schedule/te/error.h"
 
 namespace tessel {
 
@@ -21,6 +22,9 @@ class RandomModel : public CostModel {
   void update(const std::vector<TrainingSample>&) override {}
   bool trained() const override { return false; }
   std::string name() const override { return "random"; }
+  void save(const std::string&) const override {
+    throw InputError("the random cost model has nothing to save: it learns nothing");
+  }
 
  private:
   std::mt19937_64 rng_;

@@ -110,7 +110,7 @@ class XGBoostModel : public CostModel {
   static std::unique_ptr<XGBoostModel> load(const std::string& path);
   // Writes the trees and the metadata (feature version and width, options, sample count) as one
   // JSON file. Throws InputError when the file cannot be written.
-  void save(const std::string& path) const;
+  void save(const std::string& path) const override;
 
   std::vector<double> predict(const std::vector<ProgramFeatures>& programs) override;
   std::vector<double> predict_with_reference(const std::vector<ProgramFeatures>& programs,

@@ -335,6 +335,21 @@ TEST_CASE("failed programs train as the slowest and groups are normalized apart"
   CHECK(all.size() == 120);
 }
 
+TEST_CASE("the cost model interface saves a learned model and refuses to save the random one", "[costmodel][xgb]") {
+  std::unique_ptr<CostModel> learned = std::make_unique<XGBoostModel>(test_options());
+  learned->update(samples(0, 60));
+  const std::string path = temp_path("interface.json");
+  learned->save(path);
+  std::unique_ptr<XGBoostModel> loaded = XGBoostModel::load(path);
+  std::filesystem::remove(path);
+  std::vector<ProgramFeatures> probe(synthetic().features.begin() + 180, synthetic().features.begin() + 200);
+  CHECK(loaded->predict(probe) == learned->predict(probe));
+
+  std::unique_ptr<CostModel> random = make_random_model(1);
+  CHECK_THROWS_WITH(random->save(path), Catch::Contains("random cost model has nothing to save"));
+  CHECK_FALSE(std::filesystem::exists(path));
+}
+
 TEST_CASE("evaluate_ranking counts pairs within groups and top-k recall", "[costmodel][metrics]") {
   const double inf = std::numeric_limits<double>::infinity();
   // Group a: latencies 1 < 2 < 3 < 4, scores order 1 and 2 wrongly; a failed program scored highest.

@@ -24,7 +24,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <optional>
 #include <random>
 #include <sstream>
 
@@ -42,11 +41,6 @@ constexpr const char* kFileFormat = "tessel-cost-model";
 // both models' spreads are saved. A model without a trained ranker is still written as version 2,
 // which an earlier tessel reads (it ignores the options it does not know).
 constexpr int kFileVersion = 3;
-// A new programs model's neural-ranker weight (default_mlp_weight): the summary network's, and the
-// deepsets network's (held out on the H100 log at weights 1, 1.5, 2 and 3 the blend ranked 0.847, 0.849,
-// 0.849 and 0.849 pairwise: experiments/results/costmodel_gpu_2026-11-22/session19/ensembles.txt).
-constexpr double kSummaryMlpWeight = 1.0;
-constexpr double kDeepsetsMlpWeight = 2.0;
 
 void check(int rc, const char* call) {
   if (rc != 0) throw XGBoostError(std::string("XGBoost: ") + call + " failed: " + XGBGetLastError());
@@ -199,19 +193,6 @@ nlohmann::json options_to_json(const XGBoostModelOptions& o) {
           {"mlp", MlpRanker::options_to_json(o.mlp)}};
 }
 
-// The value a name (as objective_name / model_input_name print it) stands for; nullopt for another name.
-std::optional<XGBoostModelOptions::Objective> objective_named(const std::string& name) {
-  for (auto o : {XGBoostModelOptions::Objective::Rank, XGBoostModelOptions::Objective::PackSum})
-    if (name == objective_name(o)) return o;
-  return std::nullopt;
-}
-
-std::optional<XGBoostModelOptions::Input> input_named(const std::string& name) {
-  for (auto i : {XGBoostModelOptions::Input::Rows, XGBoostModelOptions::Input::Programs, XGBoostModelOptions::Input::Pairs})
-    if (name == model_input_name(i)) return i;
-  return std::nullopt;
-}
-
 XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   XGBoostModelOptions o;
   o.max_depth = j.at("max_depth").get<int>();
@@ -222,11 +203,11 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.nthread = j.at("nthread").get<int>();
   o.seed = j.at("seed").get<uint64_t>();
   // Absent from models saved before these options existed: the defaults of then.
-  // An unknown name sets max_depth 0, which options_valid refuses.
+  // An unknown name sets max_depth 0, which options_in_range refuses.
   if (auto objective = objective_named(j.value("objective", std::string("packsum")))) o.objective = *objective;
   else o.max_depth = 0;
   // Models saved before the option existed scored rows.
-  if (auto input = input_named(j.value("input", std::string("rows")))) o.input = *input;
+  if (auto input = model_input_named(j.value("input", std::string("rows")))) o.input = *input;
   else o.max_depth = 0;
   o.lambda = j.value("lambda", 1.0);
   o.min_child_weight = j.value("min_child_weight", 0.0);
@@ -237,19 +218,6 @@ XGBoostModelOptions options_from_json(const nlohmann::json& j) {
   o.mlp_weight = j.value("mlp_weight", 0.0);
   if (j.contains("mlp")) o.mlp = MlpRanker::options_from_json(j.at("mlp"));
   return o;
-}
-
-// Pack-sum fits one score per program, which a pairs model does not have.
-bool objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
-  return !(input == XGBoostModelOptions::Input::Pairs && objective == XGBoostModelOptions::Objective::PackSum);
-}
-
-bool options_valid(const XGBoostModelOptions& o) {
-  return o.max_depth > 0 && o.eta > 0 && o.rounds_per_update > 0 && o.retrain_rounds > 0 &&
-         o.max_trees >= o.retrain_rounds && o.nthread >= 0 && o.lambda >= 0 && o.min_child_weight >= 0 &&
-         o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1 && o.pair_partners > 0 &&
-         o.anchors > 0 && objective_fits_input(o.objective, o.input) && o.mlp_weight >= 0 &&
-         (o.mlp_weight == 0 || o.input == XGBoostModelOptions::Input::Programs);
 }
 
 // The mean over groups of two or more programs of the standard deviation of their scores: how far
@@ -411,81 +379,9 @@ struct XGBoostModel::Impl {
   }
 };
 
-XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what) {
-  if (auto objective = objective_named(name)) return *objective;
-  throw InputError(what + ": unknown cost-model objective '" + name + "' (rank or packsum)");
-}
-
-const char* objective_name(XGBoostModelOptions::Objective o) {
-  return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
-}
-
-XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu) {
-  if (name.empty()) return default_model_input(gpu);
-  if (auto input = input_named(name)) return *input;
-  throw InputError(what + ": unknown cost-model input '" + name + "' (rows, programs or pairs)");
-}
-
-XGBoostModelOptions::Input default_model_input(bool gpu) {
-  return gpu ? XGBoostModelOptions::Input::Programs : XGBoostModelOptions::Input::Rows;
-}
-
-const char* model_input_name(XGBoostModelOptions::Input input) {
-  switch (input) {
-    case XGBoostModelOptions::Input::Rows: return "rows";
-    case XGBoostModelOptions::Input::Programs: return "programs";
-    case XGBoostModelOptions::Input::Pairs: return "pairs";
-  }
-  return "?";
-}
-
-double default_mlp_weight(XGBoostModelOptions::Input input, const MlpOptions& network) {
-  if (input != XGBoostModelOptions::Input::Programs) return 0.0;
-  return network.encoder > 0 ? kDeepsetsMlpWeight : kSummaryMlpWeight;
-}
-
-MlpOptions mlp_network_options(const std::string& name, const std::string& what) {
-  MlpOptions o;
-  if (name.empty() || name == "summary") return o;
-  if (name != "deepsets") throw InputError(what + " must be summary or deepsets, not '" + name + "'");
-  o.encoder = 512;
-  o.hidden1 = 256;
-  o.hidden2 = 0;
-  o.dropout = 0.2;
-  return o;
-}
-
-std::string mlp_network_name(const MlpOptions& o) {
-  // Compared by design alone: threads and seed are not part of it.
-  auto design = [](MlpOptions x) {
-    x.nthread = 0;
-    x.seed = 0;
-    return MlpRanker::options_to_json(x);
-  };
-  for (const char* name : {"summary", "deepsets"})
-    if (design(o) == design(mlp_network_options(name, ""))) return name;
-  return "custom";
-}
-
-double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const MlpOptions& network,
-                          const std::string& what) {
-  if (given < 0) return default_mlp_weight(input, network);
-  if (!std::isfinite(given)) throw InputError(what + " must be a finite number");
-  if (given > 0 && input != XGBoostModelOptions::Input::Programs)
-    throw InputError(what + " blends a neural ranker into a model of program summaries; the '" +
-                     model_input_name(input) + "' input has none (use --model-input programs or " + what + " 0)");
-  return given;
-}
-
-void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
-  if (!objective_fits_input(objective, input))
-    throw InputError("--objective packsum cannot train --model-input pairs: a pairs model learns which of two "
-                     "programs is faster, not a score per program (use --objective rank)");
-}
-
 XGBoostModel::XGBoostModel(const XGBoostModelOptions& options)
     : options_(options), mlp_(options.mlp), impl_(std::make_unique<Impl>()) {
-  TESSEL_CHECK(options_valid(options), "XGBoostModelOptions out of range");
+  TESSEL_CHECK(options_in_range(options), "XGBoostModelOptions out of range");
 }
 
 XGBoostModel::~XGBoostModel() = default;
@@ -684,7 +580,7 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
     } catch (const InputError& e) {
       throw InputError("cost model '" + path + "' is damaged: " + e.what());
     }
-    if (!options_valid(options)) throw InputError("cost model '" + path + "' is damaged: options out of range");
+    if (!options_in_range(options)) throw InputError("cost model '" + path + "' is damaged: options out of range");
     auto model = std::make_unique<XGBoostModel>(options);
     model->samples_seen_ = file.at("num_samples").get<int64_t>();
     model->retrains_ = file.at("num_retrains").get<int>();

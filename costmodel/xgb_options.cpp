@@ -1,0 +1,131 @@
+// The cost model's options by name, their defaults and their ranges; and, until their callers move
+// to the flag-free versions, the functions that build their messages from the caller's setting name.
+#include "costmodel/xgb_options.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "schedule/te/error.h"
+
+namespace tessel {
+
+namespace {
+
+// A new programs model's neural-ranker weight (default_mlp_weight): the summary network's, and the
+// deepsets network's (held out on the H100 log at weights 1, 1.5, 2 and 3 the blend ranked 0.847, 0.849,
+// 0.849 and 0.849 pairwise: experiments/results/costmodel_gpu_2026-11-22/session19/ensembles.txt).
+constexpr double kSummaryMlpWeight = 1.0;
+constexpr double kDeepsetsMlpWeight = 2.0;
+
+}  // namespace
+
+bool options_in_range(const XGBoostModelOptions& o) {
+  return o.max_depth > 0 && o.eta > 0 && o.rounds_per_update > 0 && o.retrain_rounds > 0 &&
+         o.max_trees >= o.retrain_rounds && o.nthread >= 0 && o.lambda >= 0 && o.min_child_weight >= 0 &&
+         o.subsample > 0 && o.subsample <= 1 && o.colsample > 0 && o.colsample <= 1 && o.pair_partners > 0 &&
+         o.anchors > 0 && objective_fits_input(o.objective, o.input) && o.mlp_weight >= 0 &&
+         (o.mlp_weight == 0 || o.input == XGBoostModelOptions::Input::Programs);
+}
+
+const char* objective_name(XGBoostModelOptions::Objective o) {
+  return o == XGBoostModelOptions::Objective::Rank ? "rank" : "packsum";
+}
+
+std::optional<XGBoostModelOptions::Objective> objective_named(std::string_view name) {
+  for (auto o : {XGBoostModelOptions::Objective::Rank, XGBoostModelOptions::Objective::PackSum})
+    if (name == objective_name(o)) return o;
+  return std::nullopt;
+}
+
+const char* model_input_name(XGBoostModelOptions::Input input) {
+  switch (input) {
+    case XGBoostModelOptions::Input::Rows:
+      return "rows";
+    case XGBoostModelOptions::Input::Programs:
+      return "programs";
+    case XGBoostModelOptions::Input::Pairs:
+      return "pairs";
+  }
+  return "?";
+}
+
+std::optional<XGBoostModelOptions::Input> model_input_named(std::string_view name) {
+  for (auto i :
+       {XGBoostModelOptions::Input::Rows, XGBoostModelOptions::Input::Programs, XGBoostModelOptions::Input::Pairs})
+    if (name == model_input_name(i)) return i;
+  return std::nullopt;
+}
+
+XGBoostModelOptions::Input default_model_input(bool gpu) {
+  return gpu ? XGBoostModelOptions::Input::Programs : XGBoostModelOptions::Input::Rows;
+}
+
+bool objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
+  return !(input == XGBoostModelOptions::Input::Pairs && objective == XGBoostModelOptions::Objective::PackSum);
+}
+
+std::optional<MlpOptions> mlp_network_named(std::string_view name) {
+  MlpOptions o;
+  if (name == "summary") return o;
+  if (name != "deepsets") return std::nullopt;
+  o.encoder = 512;
+  o.hidden1 = 256;
+  o.hidden2 = 0;
+  o.dropout = 0.2;
+  return o;
+}
+
+std::string mlp_network_name(const MlpOptions& o) {
+  // Compared by design alone: threads and seed are not part of it.
+  auto design = [](MlpOptions x) {
+    x.nthread = 0;
+    x.seed = 0;
+    return MlpRanker::options_to_json(x);
+  };
+  for (const char* name : {"summary", "deepsets"})
+    if (design(o) == design(*mlp_network_named(name))) return name;
+  return "custom";
+}
+
+double default_mlp_weight(XGBoostModelOptions::Input input, const MlpOptions& network) {
+  if (input != XGBoostModelOptions::Input::Programs) return 0.0;
+  return network.encoder > 0 ? kDeepsetsMlpWeight : kSummaryMlpWeight;
+}
+
+// --- deprecated: messages built from the caller's setting name ------------------------------------
+
+XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what) {
+  if (auto objective = objective_named(name)) return *objective;
+  throw InputError(what + ": unknown cost-model objective '" + name + "' (rank or packsum)");
+}
+
+XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu) {
+  if (name.empty()) return default_model_input(gpu);
+  if (auto input = model_input_named(name)) return *input;
+  throw InputError(what + ": unknown cost-model input '" + name + "' (rows, programs or pairs)");
+}
+
+MlpOptions mlp_network_options(const std::string& name, const std::string& what) {
+  if (name.empty()) return MlpOptions{};
+  if (auto network = mlp_network_named(name)) return *network;
+  throw InputError(what + " must be summary or deepsets, not '" + name + "'");
+}
+
+double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const MlpOptions& network,
+                          const std::string& what) {
+  if (given < 0) return default_mlp_weight(input, network);
+  if (!std::isfinite(given)) throw InputError(what + " must be a finite number");
+  if (given > 0 && input != XGBoostModelOptions::Input::Programs)
+    throw InputError(what + " blends a neural ranker into a model of program summaries; the '" +
+                     model_input_name(input) + "' input has none (use --model-input programs or " + what + " 0)");
+  return given;
+}
+
+void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
+  if (!objective_fits_input(objective, input))
+    throw InputError(
+        "--objective packsum cannot train --model-input pairs: a pairs model learns which of two "
+        "programs is faster, not a score per program (use --objective rank)");
+}
+
+}  // namespace tessel

@@ -2,8 +2,9 @@
 // and sum the rows into the program's score (Ansor's design), or score one summary vector per
 // program, trained on throughput normalized within each task; or that tell which of two programs of
 // a task is the faster, a program's score being its predicted share of wins. The model remembers
-// every sample it has seen and grows incrementally; it saves to and loads from one JSON file. Its
-// options are in xgb_options.h.
+// every sample it has seen and grows incrementally; it saves to and loads from one JSON file.
+// Its options are in xgb_options.h; its parts in training_set, program_objectives, pairwise_ranking,
+// mlp_blend, xgb_booster and xgb_model_file.
 #pragma once
 
 #include <cstdint>
@@ -13,16 +14,10 @@
 
 #include "costmodel/cost_model.h"
 #include "costmodel/mlp_ranker.h"
+#include "costmodel/xgb_booster.h"
 #include "costmodel/xgb_options.h"
-#include "schedule/te/error.h"
 
 namespace tessel {
-
-// XGBoost refused a call (out of memory, a corrupt booster): the message is XGBoost's own.
-class XGBoostError : public Error {
- public:
-  explicit XGBoostError(const std::string& message) : Error(message) {}
-};
 
 class XGBoostModel : public CostModel {
  public:
@@ -57,20 +52,21 @@ class XGBoostModel : public CostModel {
   int num_retrains() const { return retrains_; }
 
  private:
-  struct Impl;
+  // XGBoost's parameters for these options, in the order they are set.
+  static xgb::Booster::Params booster_params(const XGBoostModelOptions& o);
   void update_pairs();
   // The trees the next update adds: rounds_per_update, or, with no trees yet or past max_trees, a
   // fresh booster (caching predictions for `training`) and retrain_rounds.
-  int begin_update(void* training);
+  int begin_update(const xgb::Matrix& training);
   // The trees' scores blended with the trained neural ranker's of the same programs (see mlp_weight).
   std::vector<double> blend(std::vector<double> tree_scores, const MlpInputs& inputs) const;
   void train_mlp(const MlpInputs& inputs, const std::vector<double>& labels, const std::vector<int>& groups,
                  const std::vector<double>& tree_scores);
   XGBoostModelOptions options_;
   MlpRanker mlp_;
-  bool mlp_loaded_ = false;  // mlp_ came from a file: updates go on from its weights
+  bool mlp_loaded_ = false;                      // mlp_ came from a file: updates go on from its weights
   double tree_spread_ = 1.0, mlp_spread_ = 1.0;  // typical score spread within a training group
-  std::unique_ptr<Impl> impl_;
+  xgb::Booster booster_;
   std::vector<TrainingSample> samples_;
   int64_t samples_seen_ = 0;
   int retrains_ = 0;

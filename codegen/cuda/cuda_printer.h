@@ -1,0 +1,66 @@
+// The CUDA C printer (internal to codegen/cuda): one object prints one LoweredFunc. Its program
+// structure and kernels are in cuda_printer.cpp, statements in cuda_printer_stmt.cpp, expressions
+// (one vector lane at a time) in cuda_printer_expr.cpp.
+#pragma once
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "codegen/cuda/cuda_kernel_info.h"
+#include "codegen/cuda/cuda_names.h"
+
+namespace tessel::cuda_detail {
+
+inline const char* c_type(DType t) { return t == DType::Float32 ? "float" : t == DType::Int64 ? "long long" : "bool"; }
+
+class CudaPrinter {
+ public:
+  explicit CudaPrinter(const LoweredFunc& func) : func_(func), limits_(default_cuda_device_info()) {}
+
+  CudaProgram print();
+
+ private:
+  // --- program structure (cuda_printer.cpp) ---
+  void add_scratch(const StmtNode* a);
+  void declare_buffer(const std::string& name, DType dtype, const char* what);
+  void print_kernel(const Stmt& kernel, const std::string& name);
+
+  // --- statements (cuda_printer_stmt.cpp) ---
+  void line(const std::string& text) { out_ << std::string(2 * indent_, ' ') << text << "\n"; }
+  void emit_stmt(const Stmt& s, bool in_seq);
+  void block(const Stmt& body);
+  void define_var(const std::string& var);
+  void emit_for(const Stmt& s, bool in_seq);
+  void emit_allreduce(const Stmt& s);
+  void emit_allocate(const Stmt& s);
+  DType buffer_dtype(const std::string& name) const;
+  bool wide_access(const std::string& buffer, const Expr& index) const;
+  void hoist_wide_loads(const Expr& e);
+  void emit_store(const Stmt& s);
+
+  // --- expressions, one lane at a time (cuda_printer_expr.cpp) ---
+  static std::string strip_parens(const std::string& s);
+  std::string expr(const Expr& e, int lane);
+  std::string binary(const Expr& e, int lane);
+  std::string cast(const Expr& e, int lane);
+  std::string call(const Expr& e, int lane);
+
+  const LoweredFunc& func_;
+  CudaDeviceInfo limits_;
+  CudaProgram program_;
+  std::vector<Stmt> kernels_;
+  std::set<const StmtNode*> scratch_seen_;
+  NameTable names_;
+  std::map<std::string, DType> buffers_;  // buffers in scope: parameters, scratch, allocations
+  std::set<std::string> vars_;            // loop variables in scope
+  std::map<const ExprNode*, std::string> hoisted_;
+  KernelInfo info_;
+  std::ostringstream out_;
+  int indent_ = 0;
+};
+
+}  // namespace tessel::cuda_detail

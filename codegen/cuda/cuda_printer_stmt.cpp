@@ -1,0 +1,256 @@
+// Statements in CUDA C: loops (a thread-bound loop becomes its index, under a guard when its
+// siblings use more threads), allocations, stores (a vector store lane by lane or as one float2 /
+// float4), and reductions across threads by warp shuffles and shared memory.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/cuda_printer.h"
+#include "schedule/lower/arith.h"
+#include "schedule/te/error.h"
+
+namespace tessel::cuda_detail {
+
+void CudaPrinter::emit_stmt(const Stmt& s, bool in_seq) {
+  switch (s->op) {
+    case StmtOp::For:
+      return emit_for(s, in_seq);
+    case StmtOp::Store:
+      return emit_store(s);
+    case StmtOp::Allocate:
+      return emit_allocate(s);
+    case StmtOp::IfThenElse: {
+      if (s->cond->type != kBool) throw CompileError("cuda codegen: if condition is not a scalar bool");
+      line("if (" + strip_parens(expr(s->cond, 0)) + ") {");
+      block(s->body[0]);
+      if (s->body.size() > 1 && s->body[1]) {
+        line("} else {");
+        block(s->body[1]);
+      }
+      line("}");
+      return;
+    }
+    case StmtOp::Seq:
+      for (const Stmt& child : s->body) emit_stmt(child, true);
+      return;
+    case StmtOp::Barrier:
+      line("__syncthreads();");
+      return;
+    case StmtOp::AllReduce:
+      return emit_allreduce(s);
+    case StmtOp::Provide:
+      throw CompileError("cuda codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
+    case StmtOp::Prefetch:
+      throw CompileError("cuda codegen: a CPU prefetch of '" + s->buffer + "' reached codegen (verify rejects it)");
+  }
+  throw CompileError("cuda codegen: unknown statement");
+}
+
+void CudaPrinter::block(const Stmt& body) {
+  ++indent_;
+  emit_stmt(body, false);
+  --indent_;
+}
+
+void CudaPrinter::define_var(const std::string& var) {
+  if (!vars_.insert(var).second) throw CompileError("cuda codegen: loop variable '" + var + "' is defined twice");
+}
+
+void CudaPrinter::emit_for(const Stmt& s, bool in_seq) {
+  const std::string& v = names_.id(s->var);
+  std::string min = expr(s->min, 0);
+  if (s->for_kind == ForKind::ThreadBound && !is_vthread(s->thread_tag)) {
+    int slot = tag_slot(s->thread_tag);
+    // A sibling bound to the same index with a smaller extent runs on a subset of the threads.
+    bool guard = *as_int(s->extent) < info_.extent[slot];
+    bool scoped = in_seq || guard;
+    if (scoped) line("{");
+    if (scoped) ++indent_;
+    define_var(s->var);
+    line("const long long " + v + " = " + (is_int_value(s->min, 0) ? "" : strip_parens(min) + " + ") + s->thread_tag +
+         ";");
+    if (guard) {
+      line("if (" + std::string(s->thread_tag) + " < " + int_literal(*as_int(s->extent)) + ") {");
+      block(s->body[0]);
+      line("}");
+    } else {
+      emit_stmt(s->body[0], false);
+    }
+    vars_.erase(s->var);
+    if (scoped) --indent_;
+    if (scoped) line("}");
+    return;
+  }
+  std::string extent = expr(s->extent, 0);
+  std::string end = is_int_value(s->min, 0) ? strip_parens(extent) : min + " + " + extent;
+  if (s->for_kind == ForKind::Unrolled) line("#pragma unroll");
+  define_var(s->var);
+  line("for (long long " + v + " = " + strip_parens(min) + "; " + v + " < " + end + "; ++" + v + ") {");
+  block(s->body[0]);
+  line("}");
+  vars_.erase(s->var);
+}
+
+// Every thread of a row (the threadIdx.x extent n) ends with the combination of all the row's
+// values. n <= 32 (a power of two): the row is a group of n lanes of one warp, combined by xor
+// shuffles within the group. n > 32 (whole warps): each warp combines its lanes, lane 0 of each
+// warp writes the warp's value to shared memory, and every thread combines the row's warps.
+void CudaPrinter::emit_allreduce(const Stmt& s) {
+  const int64_t n = *as_int(s->extent);
+  if (s->thread_tag != "threadIdx.x" || info_.extent[3] != n)
+    throw CompileError("cuda codegen: a reduction across " + std::to_string(n) + " threads of " + s->thread_tag +
+                       " in a block of blockDim.x = " + std::to_string(info_.extent[3]) + " (they must be equal)");
+  const std::string ref = names_.id(s->buffer) + "[" + strip_parens(expr(s->indices[0], 0)) + "]";
+  auto combine = [&](const std::string& a, const std::string& b) {
+    if (s->combiner == ExprOp::Add) return a + " + " + b;
+    return "(" + b + (s->combiner == ExprOp::Max ? " > " : " < ") + a + ") ? " + b + " : " + a;
+  };
+  const std::string r = names_.fresh("red"), o = names_.fresh("other");
+  // r combined with the r of the lanes `width / 2`, ..., 1 away: every lane of a group of `width`.
+  auto shuffle_down_to_one = [&](const std::string& mask, int64_t width) {
+    for (int64_t off = width / 2; off > 0; off /= 2) {
+      line("{");
+      line("  const float " + o + " = __shfl_xor_sync(" + mask + ", " + r + ", " + std::to_string(off) + ", " +
+           std::to_string(width) + ");");
+      line("  " + r + " = " + combine(r, o) + ";");
+      line("}");
+    }
+  };
+  line("{");
+  ++indent_;
+  line("float " + r + " = " + ref + ";");
+  if (n <= 32) {
+    std::string mask = "0xffffffffu";
+    if (n < 32) {
+      // The lane of this thread within its warp: threads are numbered x fastest, then y, then z.
+      std::string linear = "threadIdx.x + " + std::to_string(n) + " * (threadIdx.y + " +
+                           std::to_string(info_.extent[4]) + " * threadIdx.z)";
+      mask = names_.fresh("group");
+      line("const unsigned " + mask + " = " + std::to_string((1ull << n) - 1) + "u << ((" + linear + ") & " +
+           std::to_string(32 - n) + ");");
+    }
+    shuffle_down_to_one(mask, n);
+  } else {
+    const int64_t warps = n / 32, rows = info_.extent[4] * info_.extent[5];
+    shuffle_down_to_one("0xffffffffu", 32);
+    const std::string warp_values = names_.fresh("warp_values"), base = names_.fresh("row_base");
+    line("__shared__ float " + warp_values + "[" + std::to_string(rows * warps) + "];");
+    line("const int " + base + " = (threadIdx.y + " + std::to_string(info_.extent[4]) + " * threadIdx.z) * " +
+         std::to_string(warps) + ";");
+    line("if ((threadIdx.x & 31) == 0) " + warp_values + "[" + base + " + threadIdx.x / 32] = " + r + ";");
+    line("__syncthreads();");
+    line(r + " = " + warp_values + "[" + base + "];");
+    line("#pragma unroll");
+    const std::string w = names_.fresh("w");
+    line("for (int " + w + " = 1; " + w + " < " + std::to_string(warps) + "; ++" + w + ") {");
+    line("  const float " + o + " = " + warp_values + "[" + base + " + " + w + "];");
+    line("  " + r + " = " + combine(r, o) + ";");
+    line("}");
+    line("__syncthreads();  // before the next combine at this point reuses " + warp_values);
+  }
+  line(ref + " = " + r + ";");
+  --indent_;
+  line("}");
+}
+
+void CudaPrinter::emit_allocate(const Stmt& s) {
+  int64_t elements = 1;
+  for (int64_t e : s->extents) {
+    if (e < 0) throw CompileError("cuda codegen: negative extent in allocation of '" + s->buffer + "'");
+    elements *= e;
+  }
+  elements = std::max<int64_t>(elements, 1);
+  const std::string& id = names_.id(s->buffer);
+  std::string type = c_type(s->dtype);
+  // Its own block: loop partitioning can leave two allocations of one buffer side by side.
+  line("{");
+  ++indent_;
+  if (s->scope == MemScope::Shared && info_.dynamic_shared) {
+    line(type + "* __restrict__ " + id + " = reinterpret_cast<" + type + "*>(tessel_dynamic_shared + " +
+         std::to_string(info_.shared_offset.at(s.get())) + ");");
+  } else if (s->scope == MemScope::Shared) {
+    line("__shared__ __align__(16) " + type + " " + id + "[" + std::to_string(elements) + "];");
+  } else {
+    line("__align__(16) " + type + " " + id + "[" + std::to_string(elements) + "];");
+  }
+  if (!buffers_.emplace(s->buffer, s->dtype).second)
+    throw CompileError("cuda codegen: buffer '" + s->buffer + "' is allocated twice");
+  emit_stmt(s->body[0], false);
+  buffers_.erase(s->buffer);
+  --indent_;
+  line("}");
+}
+
+DType CudaPrinter::buffer_dtype(const std::string& name) const {
+  auto it = buffers_.find(name);
+  if (it == buffers_.end())
+    throw CompileError("cuda codegen: buffer '" + name + "' is neither a parameter nor allocated");
+  return it->second;
+}
+
+// float2 / float4 when `index` is a contiguous Ramp whose start is a multiple of the lane count.
+bool CudaPrinter::wide_access(const std::string& buffer, const Expr& index) const {
+  int lanes = index->type.lanes;
+  if ((lanes != 2 && lanes != 4) || index->op != ExprOp::Ramp || !is_int_value(index->args[1], 1) ||
+      buffer_dtype(buffer) != DType::Float32)
+    return false;
+  return is_multiple_of(index->args[0], lanes);
+}
+
+// Wide loads are read once into a temporary before the statement; lanes then name its fields.
+void CudaPrinter::hoist_wide_loads(const Expr& e) {
+  if (e->op == ExprOp::Load && hoisted_.count(e.get())) return;
+  for (const Expr& a : e->args) hoist_wide_loads(a);
+  if (e->op == ExprOp::Load && wide_access(e->name, e->args[0])) {
+    std::string vec = e->type.lanes == 4 ? "float4" : "float2";
+    std::string tmp = names_.fresh("v");
+    line("const " + vec + " " + tmp + " = *reinterpret_cast<const " + vec + "*>(&" + names_.id(e->name) + "[" +
+         strip_parens(expr(e->args[0]->args[0], 0)) + "]);");
+    hoisted_[e.get()] = tmp;
+  }
+}
+
+void CudaPrinter::emit_store(const Stmt& s) {
+  DType dtype = buffer_dtype(s->buffer);
+  const Expr& index = s->indices.at(0);
+  const Expr& value = s->value;
+  if (value->type.dtype != dtype)
+    throw CompileError("cuda codegen: store of " + to_string(value->type) + " into buffer '" + s->buffer + "' of " +
+                       to_string(dtype));
+  int lanes = value->type.lanes;
+  if (index->type.lanes != lanes) throw CompileError("cuda codegen: store index and value lanes differ");
+  const std::string& buf = names_.id(s->buffer);
+  bool has_vector = lanes > 1;
+  visit_exprs(s, [&](const Expr& e) { has_vector = has_vector || e->type.lanes > 1; });
+  if (!has_vector) {
+    line(buf + "[" + strip_parens(expr(index, 0)) + "] = " + strip_parens(expr(value, 0)) + ";");
+    return;
+  }
+  line("{");
+  ++indent_;
+  hoisted_.clear();
+  hoist_wide_loads(value);
+  hoist_wide_loads(index);
+  std::vector<std::string> lane_values;
+  for (int l = 0; l < lanes; ++l) lane_values.push_back(strip_parens(expr(value, l)));
+  if (wide_access(s->buffer, index)) {
+    std::string vec = lanes == 4 ? "float4" : "float2";
+    std::string args;
+    for (int l = 0; l < lanes; ++l) args += (l ? ", " : "") + lane_values[l];
+    line("*reinterpret_cast<" + vec + "*>(&" + buf + "[" + strip_parens(expr(index->args[0], 0)) + "]) = make_" + vec +
+         "(" + args + ");");
+  } else {
+    // Every lane is computed before any is stored, as one vector store would.
+    std::vector<std::string> temps;
+    for (int l = 0; l < lanes; ++l) {
+      temps.push_back(names_.fresh("v"));
+      line(std::string("const ") + c_type(dtype) + " " + temps[l] + " = " + lane_values[l] + ";");
+    }
+    for (int l = 0; l < lanes; ++l) line(buf + "[" + strip_parens(expr(index, l)) + "] = " + temps[l] + ";");
+  }
+  hoisted_.clear();
+  --indent_;
+  line("}");
+}
+
+}  // namespace tessel::cuda_detail

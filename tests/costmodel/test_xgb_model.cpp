@@ -321,18 +321,44 @@ TEST_CASE("load names the file and the problem", "[costmodel][xgb]") {
 
 TEST_CASE("failed programs train as the slowest and groups are normalized apart", "[costmodel][xgb]") {
   // Two groups whose latencies differ by 1000x: normalized within each group they teach the same
-  // ranking. Failures (latency 0 or infinite) get throughput 0.
+  // ranking.
   std::vector<TrainingSample> train = samples(0, 120);
   for (size_t i = 0; i < 120; ++i)
     train.push_back(TrainingSample{synthetic().features[i], "other/llvm", synthetic().latencies[i] * 1000});
-  train[3].latency_s = std::numeric_limits<double>::infinity();
   XGBoostModel model(test_options());
   model.update(train);
   CHECK(held_out_metrics(model, 180, 240).pairwise_accuracy > 0.85);
-  std::vector<double> s = model.predict({synthetic().features[3]});
-  std::vector<double> all = model.predict(std::vector<ProgramFeatures>(synthetic().features.begin(), synthetic().features.begin() + 120));
-  CHECK(std::isfinite(s[0]));
-  CHECK(all.size() == 120);
+
+  // In both groups every fifth program failed (latency NaN, 0, negative or infinite): failures train
+  // as throughput 0, below every success, so the model scores them below the programs that ran (a
+  // model that took them for fast programs would score them near the top).
+  const double failures[] = {std::nan(""), 0.0, -1.0, std::numeric_limits<double>::infinity()};
+  auto failed = [](size_t i) { return i % 5 == 2; };
+  for (size_t g = 0; g < 2; ++g)
+    for (size_t i = 2; i < 120; i += 5) train[g * 120 + i].latency_s = failures[(i / 5) % 4];
+  const std::vector<ProgramFeatures> programs(synthetic().features.begin(), synthetic().features.begin() + 120);
+  for (auto objective : {XGBoostModelOptions::Objective::PackSum, XGBoostModelOptions::Objective::Rank}) {
+    INFO(objective_name(objective));
+    XGBoostModelOptions o = test_options();
+    o.objective = objective;
+    o.max_depth = 6;  // the default depth: trees that fit the training programs, failures included
+    o.retrain_rounds = 100;
+    XGBoostModel fitted(o);
+    fitted.update(train);
+    std::vector<double> s = fitted.predict(programs);
+    REQUIRE(s.size() == programs.size());
+    // Of every pair of a failed and a successful program, the share the model orders failure last.
+    int pairs = 0, failure_below = 0;
+    for (size_t f = 0; f < s.size(); ++f)
+      for (size_t ok = 0; ok < s.size(); ++ok)
+        if (failed(f) && !failed(ok)) {
+          ++pairs;
+          failure_below += s[f] < s[ok];
+        }
+    const double share = static_cast<double>(failure_below) / pairs;
+    INFO("failed programs scored below successful ones in " << share << " of " << pairs << " pairs");
+    CHECK(share > 0.95);
+  }
 }
 
 TEST_CASE("the cost model interface saves a learned model and refuses to save the random one", "[costmodel][xgb]") {

@@ -38,7 +38,7 @@ void load(Library& lib) {
   if (set_here) unsetenv("OPENBLAS_CORETYPE");
   if (handle == nullptr)
     throw Error("the neural ranker needs OpenBLAS, which did not load (" + why +
-                "): install libopenblas0, or train without the ranker (--mlp-weight 0)");
+                "): install libopenblas0, or train without the ranker (a neural-ranker weight of 0)");
   lib.sgemm = symbol<decltype(lib.sgemm)>(handle, "cblas_sgemm");
   lib.set_threads = symbol<decltype(lib.set_threads)>(handle, "openblas_set_num_threads");
   lib.corename = symbol<decltype(lib.corename)>(handle, "openblas_get_corename");

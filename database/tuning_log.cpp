@@ -44,56 +44,20 @@ std::vector<MeasureRecord> read_sound_records(db::Statement& stmt, const std::st
   return result;
 }
 
-// best(): every record of the pair, grouped by schedule. A schedule with a record that disqualifies()
-// it is out; the others are ranked by schedule_estimate over their Ok records, the level being that
-// of all the pair's references (so one pass collects them before any is ranked).
+// best(): every record of the pair, in the log's order, through the ranking rule.
 std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int64_t target) {
   db::Statement all = conn.prepare(
       (std::string(db::kRecordSelect) + " WHERE r.workload_id = ?1 AND r.target_id = ?2 ORDER BY r.id").c_str());
   all.bind(1, workload).bind(2, target);
-  struct Schedule {
-    std::vector<MeasureRecord> ok;
-    int64_t first_id = 0;  // its first record's: ties go to the schedule recorded first
-    bool ruled_out = false;
-  };
-  std::map<std::string, Schedule> schedules;
-  std::vector<double> references;
-  for (MeasureRecord& r : read_sound_records(all, conn.path())) {
-    Schedule& s = schedules[r.trace_json];
-    if (s.first_id == 0) s.first_id = r.id;
-    if (disqualifies(r.error)) s.ruled_out = true;
-    if (r.error != ErrorCode::Ok) continue;
-    if (r.reference_s > 0) references.push_back(r.reference_s);
-    s.ok.push_back(std::move(r));
-  }
-  const double level = latency_estimate(references);
-  std::optional<MeasureRecord> best;
-  double best_estimate = 0;
-  int64_t best_first_id = 0;
-  for (auto& [trace, s] : schedules) {
-    if (s.ruled_out || s.ok.empty()) continue;
-    std::vector<double> medians, refs;
-    for (const MeasureRecord& r : s.ok) {
-      medians.push_back(r.median_s);
-      refs.push_back(r.reference_s);
-    }
-    const double estimate = schedule_estimate(medians, refs, level);
-    if (best && (estimate > best_estimate || (estimate == best_estimate && s.first_id > best_first_id))) continue;
-    best_estimate = estimate;
-    best_first_id = s.first_id;
-    // The record whose counted latency is the estimate (the first such one): among the referenced
-    // records when the schedule has any, else among all.
-    const bool referenced = level > 0 && std::any_of(refs.begin(), refs.end(), [](double v) { return v > 0; });
-    best = s.ok.front();
-    for (const MeasureRecord& r : s.ok) {
-      if (referenced && r.reference_s <= 0) continue;
-      if (scaled_latency(r.median_s, r.reference_s, level) == estimate) {
-        best = r;
-        break;
-      }
-    }
-  }
-  return best;
+  std::vector<MeasureRecord> records = read_sound_records(all, conn.path());
+  ScheduleRanking ranking;
+  for (const MeasureRecord& r : records) ranking.add(r.trace_json, r.error, r.median_s, r.reference_s, r.id);
+  std::optional<ScheduleRanking::Ranked> best = ranking.best();
+  if (!best) return std::nullopt;
+  const int64_t id = *ranking.representative(*best->trace_json);
+  for (MeasureRecord& r : records)
+    if (r.id == id) return std::move(r);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -105,26 +69,6 @@ std::optional<RecordPurpose> record_purpose_from_string(std::string_view text) {
   if (text == "retime") return RecordPurpose::Retime;
   return std::nullopt;
 }
-
-double latency_estimate(std::vector<double> medians) {
-  if (medians.empty()) return 0;
-  auto upper = medians.begin() + medians.size() / 2;
-  std::nth_element(medians.begin(), upper, medians.end());
-  return *upper;
-}
-
-double scaled_latency(double median_s, double reference_s, double level) {
-  return reference_s > 0 && level > 0 ? median_s * level / reference_s : median_s;
-}
-
-double schedule_estimate(const std::vector<double>& medians, const std::vector<double>& references, double level) {
-  std::vector<double> scaled;
-  for (size_t i = 0; i < medians.size(); ++i)
-    if (references[i] > 0 && level > 0) scaled.push_back(scaled_latency(medians[i], references[i], level));
-  return latency_estimate(scaled.empty() ? medians : scaled);
-}
-
-bool disqualifies(ErrorCode error) { return error == ErrorCode::WrongAnswer || error == ErrorCode::RuntimeError; }
 
 TuningLog::TuningLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TuningLog::TuningLog(TuningLog&&) noexcept = default;

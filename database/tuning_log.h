@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "database/schedule_ranking.h"
 #include "measure/error_code.h"
 #include "schedule/te/error.h"
 
@@ -59,28 +60,6 @@ struct SessionInfo {
 enum class RecordPurpose { Trial, Retime };
 const char* to_string(RecordPurpose purpose);
 std::optional<RecordPurpose> record_purpose_from_string(std::string_view text);
-
-// What replay ranks a schedule by, from the medians of its Ok records (the trial and its retimes):
-// the upper median (for two timings, the slower one). A schedule timed once is ranked by that timing.
-// Replay and the tuner apply it through schedule_estimate: see MeasureRecord::reference_s.
-double latency_estimate(std::vector<double> medians);
-
-// A record timed against the yardstick (reference_s > 0) counts as median_s * level / reference_s:
-// what it would have read with the machine as fast as it usually is for this (workload, target),
-// `level` being the latency_estimate of every reference of the pair's Ok records. A record without
-// a reference, or a pair without any, counts as its median.
-double scaled_latency(double median_s, double reference_s, double level);
-
-// A schedule's estimate from its Ok records' medians and references (each 0 or more) at `level`:
-// latency_estimate over the scaled_latency of its referenced records alone when it has any and
-// `level` > 0, else over all its medians. Its trial is left out once it has referenced retimes: the
-// trial made it a leader by being fast, luck included, and only the retimes are free of that pick.
-double schedule_estimate(const std::vector<double>& medians, const std::vector<double>& references, double level);
-
-// Whether a record with this outcome rules its schedule out of replay, whatever its other records
-// say: it computed a wrong answer or crashed at least once. (A timeout or a failed build of a
-// schedule that also ran correctly says more about the machine at the time.)
-bool disqualifies(ErrorCode error);
 
 // One measured candidate schedule. Doubles must be finite; an Ok record needs at least one sample.
 struct MeasureRecord {
@@ -144,9 +123,8 @@ class TuningLog {
   // only after COMMIT: once it returns, the records survive a crash of this process.
   std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
 
-  // Replay: the schedule (trace) of (workload key, target) with the lowest schedule_estimate over its
-  // Ok records. A schedule with a record that disqualifies() it (a wrong answer or a
-  // crash, in its trial or a retime) is never returned. The record returned is the one whose scaled latency is the estimate.
+  // Replay: the best schedule of (workload key, target) by the ranking rule (database/schedule_ranking.h),
+  // as its record whose counted latency is the schedule's estimate (ScheduleRanking::representative).
   // nullopt when there is none (callers then say "no tuned schedule for workload K on target T").
   // Throws DatabaseError if a record it reads fails its checksum, so a damaged log is never
   // silently misread.

@@ -33,7 +33,7 @@ std::vector<BufferParam> params_from(const nlohmann::json& j) {
 }  // namespace
 
 std::string artifact_to_json(const Artifact& a) {
-  nlohmann::json j = {{"target", a.target},
+  nlohmann::json j = {{"target", target_kind_name(a.target)},
                       {"kernel", a.kernel_name},
                       {"binary", a.binary_path},
                       {"params", params_json(a.params)},
@@ -52,7 +52,7 @@ Artifact artifact_from_json(const std::string& text, const std::string& what) {
   try {
     nlohmann::json j = nlohmann::json::parse(text);
     Artifact a;
-    a.target = j.at("target").get<std::string>();
+    a.target = parse_target_kind(j.at("target").get<std::string>());
     a.kernel_name = j.at("kernel").get<std::string>();
     a.binary_path = j.at("binary").get<std::string>();
     a.params = params_from(j.at("params"));

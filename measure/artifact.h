@@ -8,11 +8,12 @@
 
 #include "codegen/cuda/cuda_backend.h"
 #include "schedule/ir/stmt.h"
+#include "schedule/target_kind.h"
 
 namespace tessel {
 
 struct Artifact {
-  std::string target;       // "llvm" or "cuda"
+  TargetKind target = TargetKind::Llvm;
   std::string kernel_name;  // llvm: the exported function
   std::string binary_path;  // the .so or .cubin file
   std::vector<BufferParam> params;

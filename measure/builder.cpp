@@ -32,7 +32,7 @@ Artifact compile(const ComputeDAG& dag, const BuildTask& task, const BuilderOpti
   Artifact a;
   a.target = o.target;
   a.kernel_name = "kernel";
-  if (o.target == "cuda") {
+  if (o.target == TargetKind::Cuda) {
     LoweredFunc func =
         inject_fault(lower(state, a.kernel_name, gpu_lower_options(o.device)), task.fault, kGpuFarElements);
     CudaProgram program = emit_cuda(func);
@@ -86,7 +86,7 @@ BuildResult build_one(const ComputeDAG& dag, const BuildTask& task, const Builde
     r.error = ErrorCode::Instantiation;
     r.message = e.what();
   } catch (const CompileError& e) {
-    r.error = options.target == "cuda" ? ErrorCode::CompileDevice : ErrorCode::CompileHost;
+    r.error = options.target == TargetKind::Cuda ? ErrorCode::CompileDevice : ErrorCode::CompileHost;
     r.message = e.what();
   } catch (const std::exception& e) {
     r.error = ErrorCode::Unknown;

@@ -11,6 +11,7 @@
 #include "codegen/cuda/cuda_backend.h"
 #include "measure/error_code.h"
 #include "measure/fault_injection.h"
+#include "schedule/target_kind.h"
 #include "schedule/state/trace.h"
 #include "schedule/te/parallel.h"  // available_cores
 
@@ -23,7 +24,7 @@ struct BuildTask {
 };
 
 struct BuilderOptions {
-  std::string target = "llvm";  // "llvm" or "cuda"
+  TargetKind target = TargetKind::Llvm;
   CudaDeviceInfo device;        // cuda: the architecture and limits to build for
   int jobs = 0;                 // builders at once; 0: every core
   double timeout_s = 15;

@@ -29,9 +29,9 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 }  // namespace
 
-RunSettings default_run_settings(const std::string& target) {
+RunSettings default_run_settings(TargetKind target) {
   RunSettings s;
-  if (target == "cuda") {
+  if (target == TargetKind::Cuda) {
     s.min_time_s = 0.05;
     s.flush = true;
   }
@@ -47,8 +47,6 @@ std::optional<bool> settings_flush(const std::string& settings_json) {
 }
 
 Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), options_(std::move(options)) {
-  if (options_.target != "llvm" && options_.target != "cuda")
-    throw InputError("unknown target '" + options_.target + "' (llvm or cuda)");
   if (options_.build_timeout_s <= 0 || options_.run_timeout_s <= 0)
     throw InputError("timeouts must be positive");
   if (options_.runner_path.empty()) options_.runner_path = default_runner_path();
@@ -69,18 +67,18 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
     r.log_path = work_dir_ + "/runner.log";
     runner_ = std::make_unique<RunnerClient>(r);
     nlohmann::json hello = nlohmann::json::parse(runner_->start());
-    if (options_.target == "cuda") device_ = device_info_from_json(hello.at("device").dump());
+    if (options_.target == TargetKind::Cuda) device_ = device_info_from_json(hello.at("device").dump());
 
     nlohmann::json settings = nlohmann::json::parse(run_settings_to_json(options_.run));
-    settings["target"] = options_.target;
+    settings["target"] = target_kind_name(options_.target);
     // Without an L2 flush, a CUDA sample is one graph replay of a batch of runs (see CudaRuntime::time).
-    settings["timer"] = options_.target != "cuda" ? "steady_clock"
+    settings["timer"] = options_.target != TargetKind::Cuda ? "steady_clock"
                         : options_.run.flush                 ? "cuda events"
                                                              : "cuda events, batches replayed as cuda graphs where the driver has them";
     settings["input_seed"] = options_.input_seed;
     settings["run_timeout_s"] = options_.run_timeout_s;
     settings["build_timeout_s"] = options_.build_timeout_s;
-    if (options_.target == "llvm") {
+    if (options_.target == TargetKind::Llvm) {
       settings["threads"] = hello.value("threads", 0);
       settings["pinned"] = hello.value("pinned", false);
     } else {
@@ -133,7 +131,7 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
 
   BuilderOptions b;
   b.target = options_.target;
-  b.device = options_.target == "cuda" ? device_ : CudaDeviceInfo{};
+  b.device = options_.target == TargetKind::Cuda ? device_ : CudaDeviceInfo{};
   b.jobs = options_.builders;
   b.timeout_s = options_.build_timeout_s;
   b.work_dir = work_dir_;

@@ -23,7 +23,7 @@
 namespace tessel {
 
 struct MeasureOptions {
-  std::string target = "llvm";  // "llvm" or "cuda"
+  TargetKind target = TargetKind::Llvm;
   int builders = 0;             // parallel builds; 0: every core
   double build_timeout_s = 15;
   double run_timeout_s = 10;
@@ -36,7 +36,7 @@ struct MeasureOptions {
 
 // The default timing for a target: 100 ms of samples on the CPU without cache flush, 50 ms on the
 // GPU with an L2 flush before every sample.
-RunSettings default_run_settings(const std::string& target);
+RunSettings default_run_settings(TargetKind target);
 
 // Whether a record's measurement settings (Measurer::settings_json, or what `tessel run --record`
 // writes) flushed the caches before every sample: their "flush" field, or "flush_l2" as `tessel run`
@@ -57,30 +57,44 @@ struct MeasureResult {
   double build_s = 0, run_s = 0;
 };
 
-class Measurer {
+// What a search measures through: the Measurer below, or a stand-in where a test of the tuning loop
+// needs timings it can predict.
+class CandidateMeasurer {
+ public:
+  virtual ~CandidateMeasurer() = default;
+  // One result per candidate, in order. `on_result(i, result)` is called as candidate i's result is
+  // known.
+  virtual std::vector<MeasureResult> measure(const std::vector<Candidate>& candidates,
+                                             const std::function<void(size_t, const MeasureResult&)>& on_result = {}) = 0;
+  // Called in the calling thread as each build of a batch finishes: (builds done, builds in batch).
+  virtual void on_build_progress(std::function<void(size_t, size_t)> callback) = 0;
+  // Changes the run timeout for the next candidates; recorded in settings_json().
+  virtual void set_run_timeout(double seconds) = 0;
+  // Every setting that affects the numbers, as JSON (stored with each record).
+  virtual const std::string& settings_json() const = 0;
+};
+
+class Measurer : public CandidateMeasurer {
  public:
   // Computes the reference, writes it for the runners and starts the runner. Throws Error when the
   // target cannot be measured here (e.g. "no CUDA device: ..."), InputError for bad options.
   Measurer(const ComputeDAG& dag, MeasureOptions options);
-  ~Measurer();
+  ~Measurer() override;
   Measurer(const Measurer&) = delete;
   Measurer& operator=(const Measurer&) = delete;
 
   // `on_result(i, result)` is called as candidate i's result is known (build failures first).
   std::vector<MeasureResult> measure(const std::vector<Candidate>& candidates,
-                                     const std::function<void(size_t, const MeasureResult&)>& on_result = {});
+                                     const std::function<void(size_t, const MeasureResult&)>& on_result = {}) override;
 
-  // Called in the calling thread as each build of a batch finishes: (builds done, builds in batch).
-  void on_build_progress(std::function<void(size_t, size_t)> callback) { on_build_ = std::move(callback); }
+  void on_build_progress(std::function<void(size_t, size_t)> callback) override { on_build_ = std::move(callback); }
 
-  // Changes the run timeout for the next candidates (a search cuts off candidates far slower than
-  // what it already has); recorded in settings_json().
-  void set_run_timeout(double seconds);
+  // A search cuts off candidates far slower than what it already has.
+  void set_run_timeout(double seconds) override;
 
   // The GPU the runner found (cuda only).
   const CudaDeviceInfo& device() const { return device_; }
-  // Every setting that affects the numbers, as JSON (stored with each record).
-  const std::string& settings_json() const { return settings_json_; }
+  const std::string& settings_json() const override { return settings_json_; }
   int runner_starts() const { return runner_ ? runner_->starts() : 0; }
   double build_wall_s() const { return build_wall_s_; }
   double run_wall_s() const { return run_wall_s_; }

@@ -36,7 +36,7 @@ void RunnerClient::stop() {
 
 const std::string& RunnerClient::start() {
   if (child_.running()) return hello_;
-  std::vector<std::string> argv = {options_.executable, "--target", options_.target, "--workload",
+  std::vector<std::string> argv = {options_.executable, "--target", target_kind_name(options_.target), "--workload",
                                    options_.workload_path};
   if (options_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(options_.threads)});
   if (!options_.pin) argv.push_back("--no-pin");
@@ -63,7 +63,7 @@ const std::string& RunnerClient::start() {
   }
   child_.kill_and_reap();
   std::string tail = file_tail(options_.log_path, kLogTail);
-  throw Error("the " + options_.target + " runner cannot start: " + why + (tail.empty() ? "" : " (" + tail + ")"));
+  throw Error(std::string("the ") + target_kind_name(options_.target) + " runner cannot start: " + why + (tail.empty() ? "" : " (" + tail + ")"));
 }
 
 RunOutcome RunnerClient::lost_worker(ErrorCode code, const std::string& what) {

@@ -9,12 +9,13 @@
 #include "measure/child_process.h"
 #include "measure/error_code.h"
 #include "measure/run_settings.h"
+#include "schedule/target_kind.h"
 
 namespace tessel {
 
 struct RunnerOptions {
   std::string executable;     // tessel-runner
-  std::string target = "llvm";
+  TargetKind target = TargetKind::Llvm;
   std::string workload_path;  // the workload data file (workload_data.h)
   int threads = 0;            // llvm: worker threads (0: every core)
   bool pin = true;            // llvm: pin threads to cores

@@ -64,12 +64,6 @@ const float* input_of(const WorkloadData& data, const BufferParam& p) {
   return t->input;
 }
 
-std::vector<double> to_seconds(const std::vector<double>& ms) {
-  std::vector<double> s;
-  for (double v : ms) s.push_back(v * 1e-3);
-  return s;
-}
-
 // A host buffer whose end abuts an inaccessible guard region (and whose start follows one), so that
 // most out-of-bounds writes fault at once instead of corrupting the runner.
 class GuardedBuffer {
@@ -172,7 +166,7 @@ class CpuBackend : public Backend {
     timing.budget_s = s.budget_s;
     if (s.flush) timing.before_sample = [this] { flusher_->flush(); };
     TimingResult t = time_function([&] { kernel->run(args.data()); }, timing);
-    return {{"result", "ok"}, {"samples_s", to_seconds(t.samples_ms)}};
+    return {{"result", "ok"}, {"samples_s", t.samples_s}};
   }
 
  private:
@@ -208,9 +202,9 @@ class CudaBackend : public Backend {
       if (a.params[i].is_output) host[i] = buffers.read(a.params[i].name);
     std::string wrong = compare(data, a.params, [&](size_t i) { return host[i].data(); });
     if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
-    CudaTiming t = rt_->time([&] { module->run(buffers.args()); }, s.min_time_s * 1e3, s.flush);
+    CudaTiming t = rt_->time([&] { module->run(buffers.args()); }, s.min_time_s, s.flush);
     rt_->synchronize();
-    return {{"result", "ok"}, {"samples_s", to_seconds(t.samples_ms)}};
+    return {{"result", "ok"}, {"samples_s", t.samples_s}};
   }
 
   // False once a fault has poisoned the context.
@@ -225,7 +219,8 @@ class CudaBackend : public Backend {
 };
 
 int serve(int argc, char** argv) {
-  std::string target = "llvm", workload;
+  TargetKind target = TargetKind::Llvm;
+  std::string workload;
   int threads = 0;
   bool pin = true;
   for (int i = 1; i < argc; ++i) {
@@ -234,18 +229,17 @@ int serve(int argc, char** argv) {
       if (i + 1 >= argc) throw Error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--target") target = value();
+    if (arg == "--target") target = parse_target_kind(value());
     else if (arg == "--workload") workload = value();
     else if (arg == "--threads") threads = std::stoi(value());
     else if (arg == "--no-pin") pin = false;
     else throw Error("unknown argument " + arg);
   }
-  if (target != "llvm" && target != "cuda") throw Error("unknown --target " + target);
   WorkloadData data = WorkloadData::map(workload);
 
   std::unique_ptr<Backend> backend;
   CudaBackend* cuda = nullptr;
-  if (target == "cuda") {
+  if (target == TargetKind::Cuda) {
     auto b = std::make_unique<CudaBackend>();
     cuda = b.get();
     backend = std::move(b);

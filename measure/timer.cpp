@@ -18,18 +18,18 @@ TimingResult time_function(const std::function<void()>& fn, const TimingOptions&
   TimingResult r;
   double total = 0;
   auto start = clock::now();
-  while (static_cast<int>(r.samples_ms.size()) < options.max_samples &&
-         (total < options.min_total_s || static_cast<int>(r.samples_ms.size()) < options.min_samples)) {
-    if (!r.samples_ms.empty() && std::chrono::duration<double>(clock::now() - start).count() >= options.budget_s)
+  while (static_cast<int>(r.samples_s.size()) < options.max_samples &&
+         (total < options.min_total_s || static_cast<int>(r.samples_s.size()) < options.min_samples)) {
+    if (!r.samples_s.empty() && std::chrono::duration<double>(clock::now() - start).count() >= options.budget_s)
       break;
     if (options.before_sample) options.before_sample();
     auto t0 = clock::now();
     fn();
     double s = std::chrono::duration<double>(clock::now() - t0).count();
-    r.samples_ms.push_back(s * 1e3);
+    r.samples_s.push_back(s);
     total += s;
   }
-  r.median_ms = median(r.samples_ms);
+  r.median_s = median(r.samples_s);
   return r;
 }
 

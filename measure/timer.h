@@ -21,8 +21,8 @@ struct TimingOptions {
 };
 
 struct TimingResult {
-  std::vector<double> samples_ms;
-  double median_ms = 0;
+  std::vector<double> samples_s;
+  double median_s = 0;
 };
 
 TimingResult time_function(const std::function<void()>& fn, const TimingOptions& options = {});

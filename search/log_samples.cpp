@@ -25,14 +25,14 @@ struct Pending {
 
 LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter) {
   LogSamples out;
-  const FeatureTarget target{filter.target_kind == "cuda"};
+  const FeatureTarget target{filter.target == TargetKind::Cuda};
   // The log is read here, one workload after another; the features, the slow part, on every core.
   std::vector<std::unique_ptr<ComputeDAG>> dags;
   std::vector<std::unique_ptr<std::string>> keys;  // stable addresses for Pending::key
   std::vector<Pending> pending;
   for (const MeasureRecord& best : log.best_per_workload_target()) {
     const std::string& key = best.workload.key;
-    if (best.target.kind != filter.target_kind) continue;
+    if (best.target.kind != target_kind_name(filter.target)) continue;
     if (!filter.only_workloads.empty() && filter.only_workloads.count(key) == 0) continue;
     if (filter.exclude_workloads.count(key) != 0) continue;
     try {
@@ -66,7 +66,7 @@ LogSamples samples_from_log(const TuningLog& log, const LogSampleFilter& filter)
       continue;
     }
     const std::string& key = *pending[i].key;
-    out.samples.push_back(TrainingSample{std::move(*features[i]), key + "/" + filter.target_kind, pending[i].latency});
+    out.samples.push_back(TrainingSample{std::move(*features[i]), key + "/" + target_kind_name(filter.target), pending[i].latency});
     out.workload_keys.push_back(key);
   }
   return out;

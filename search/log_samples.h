@@ -8,11 +8,12 @@
 
 #include "costmodel/cost_model.h"
 #include "database/tuning_log.h"
+#include "schedule/target_kind.h"
 
 namespace tessel {
 
 struct LogSampleFilter {
-  std::string target_kind = "llvm";  // "llvm" or "cuda"
+  TargetKind target = TargetKind::Llvm;
   std::set<std::string> only_workloads;     // non-empty: only records of these workload keys
   std::set<std::string> exclude_workloads;  // every workload but these
 };

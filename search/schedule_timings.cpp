@@ -1,7 +1,6 @@
 #include "search/schedule_timings.h"
 
 #include <algorithm>
-#include <tuple>
 
 namespace tessel {
 
@@ -9,60 +8,34 @@ void ScheduleTimings::add(const Trace& trace, const std::string& json, ErrorCode
                           double reference_s, RecordPurpose purpose) {
   auto [it, inserted] = entries_.try_emplace(json);
   Entry& e = it->second;
-  if (inserted) {
-    e.trace = trace;
-    e.order = static_cast<int>(entries_.size());
-  }
+  if (inserted) e.trace = trace;
   ++e.tried;
   e.round = round_;
   if (purpose == RecordPurpose::Retime) e.retime_round = round_;
-  if (error == ErrorCode::Ok && median_s > 0) {
-    e.timings.push_back({median_s, reference_s});
-    if (reference_s > 0) references_.push_back(reference_s);
-  }
-  if (disqualifies(error)) e.ruled_out = true;
-}
-
-double ScheduleTimings::estimate(const Entry& e, double level) {
-  std::vector<double> medians, references;
-  for (const Timing& t : e.timings) {
-    medians.push_back(t.median_s);
-    references.push_back(t.reference_s);
-  }
-  return schedule_estimate(medians, references, level);
+  ranking_.add(json, error, median_s, reference_s);
 }
 
 ScheduleTimings::Latencies ScheduleTimings::latencies() const {
   Latencies out;
-  const double level = latency_estimate(references_);
-  int best_order = 0;
-  for (const auto& [json, e] : entries_) {
-    if (!rankable(e)) continue;
-    double latency = estimate(e, level);
-    if (out.best_s == 0 || latency < out.best_s || (latency == out.best_s && e.order < best_order)) {
-      out.best_s = latency;
-      out.best_json = json;
-      best_order = e.order;
-    }
-    if (json == default_json_) out.default_s = latency;
+  if (std::optional<ScheduleRanking::Ranked> best = ranking_.best()) {
+    out.best_s = best->estimate_s;
+    out.best_json = *best->trace_json;
   }
+  out.default_s = ranking_.estimate(default_json_);
   return out;
 }
 
 std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, int wanted, bool spread,
                                                                   bool own_round) const {
   if (leaders <= 0) return {};
-  std::vector<std::tuple<double, int, const std::string*>> ranked;  // estimate, then first added
-  const double level = latency_estimate(references_);
-  for (const auto& [json, e] : entries_)
-    if (rankable(e)) ranked.emplace_back(estimate(e, level), e.order, &json);
-  std::sort(ranked.begin(), ranked.end());
   std::vector<const std::string*> chosen;
-  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(leaders); ++i) chosen.push_back(std::get<2>(ranked[i]));
-  auto def = entries_.find(default_json_);
-  if (def != entries_.end() && rankable(def->second) &&
-      std::find(chosen.begin(), chosen.end(), &def->first) == chosen.end())
-    chosen.push_back(&def->first);
+  for (const ScheduleRanking::Ranked& r : ranking_.ranked()) {
+    if (chosen.size() == static_cast<size_t>(leaders)) break;
+    chosen.push_back(r.trace_json);
+  }
+  const bool default_chosen =
+      std::any_of(chosen.begin(), chosen.end(), [&](const std::string* json) { return *json == default_json_; });
+  if (ranking_.estimate(default_json_) && !default_chosen) chosen.push_back(&entries_.find(default_json_)->first);
   std::vector<Retime> order;
   for (int turn = 1; turn < wanted; ++turn)
     for (const std::string* json : chosen) {
@@ -75,9 +48,8 @@ std::vector<ScheduleTimings::Retime> ScheduleTimings::retime_list(int leaders, i
 }
 
 std::optional<ScheduleTimings::Retime> ScheduleTimings::yardstick() const {
-  auto def = entries_.find(default_json_);
-  if (def == entries_.end() || !rankable(def->second)) return std::nullopt;
-  return Retime{def->first, def->second.trace};
+  if (!ranking_.estimate(default_json_)) return std::nullopt;
+  return Retime{default_json_, entries_.at(default_json_).trace};
 }
 
 }  // namespace tessel

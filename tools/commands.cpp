@@ -20,7 +20,8 @@
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
 #include "search/random_schedule.h"
-#include "search/tuner.h"
+#include "search/tuning_machine.h"
+#include "search/tuning_records.h"
 #include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
 
@@ -32,7 +33,7 @@ Workload workload_of(const WorkloadArgs& w) { return workload_of_args(w); }
 
 CpuTargetSpec host_spec() { return CpuTargetSpec{host_vector_lanes(), num_threads()}; }
 
-Trace schedule_of(const Workload& w, const std::string& spec) { return schedule_for(w, spec, "llvm"); }
+Trace schedule_of(const Workload& w, const std::string& spec) { return schedule_for(w, spec, TargetKind::Llvm); }
 
 const char* kind_name(ParamKind k) {
   switch (k) {
@@ -47,9 +48,9 @@ const char* kind_name(ParamKind k) {
 
 }  // namespace
 
-Trace schedule_for(const Workload& w, const std::string& spec, const std::string& target) {
+Trace schedule_for(const Workload& w, const std::string& spec, TargetKind target) {
   if (spec == "default" || spec.empty())
-    return target == "cuda" ? default_gpu_schedule(w.dag, GpuTargetSpec{}) : default_schedule(w.dag, host_spec());
+    return target == TargetKind::Cuda ? default_gpu_schedule(w.dag, GpuTargetSpec{}) : default_schedule(w.dag, host_spec());
   if (spec == "none") return Trace{};
   return load_trace_file(spec);
 }
@@ -77,7 +78,7 @@ int cmd_ops() {
 int cmd_schedule(const ScheduleArgs& args) {
   Workload w = workload_of(args.workload);
   Trace t;
-  if (args.target == "cuda")
+  if (args.target == TargetKind::Cuda)
     t = args.random_seed >= 0 ? random_gpu_schedule(w.dag, static_cast<uint64_t>(args.random_seed), GpuTargetSpec{})
                               : default_gpu_schedule(w.dag, GpuTargetSpec{});
   else
@@ -88,7 +89,7 @@ int cmd_schedule(const ScheduleArgs& args) {
 }
 
 int cmd_show(const ShowArgs& args) {
-  bool cuda = args.target == "cuda";
+  bool cuda = args.target == TargetKind::Cuda;
   if (args.emit == "cuda" && !cuda) throw InputError("--emit cuda needs --target cuda");
   if (args.emit == "llvm" && cuda) throw InputError("--emit llvm is for --target llvm; use --emit cuda");
   Workload w = workload_of(args.workload);
@@ -185,7 +186,7 @@ int cmd_run(const RunArgs& args) {
     outcome = check_cpu_kernel(kernel, inputs, reference, w.dag);
   }
   TimingOptions timing;
-  timing.min_total_s = args.min_time_s;
+  timing.min_total_s = args.min_time_s.value_or(0.2);
   auto run_start = std::chrono::steady_clock::now();
   TimingResult t = time_function([&] { kernel.kernel->run(buffers.args()); }, timing);
   double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
@@ -193,11 +194,11 @@ int cmd_run(const RunArgs& args) {
   if (log) {
     nlohmann::json settings = {{"min_total_s", timing.min_total_s}, {"warmup_runs", timing.warmup_runs},
                                {"threads", num_threads()}, {"timer", "steady_clock"}, {"flush", false}};
-    Measurement m{t.samples_ms, t.median_ms, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
+    Measurement m{t.samples_s, t.median_s, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
     record_id = record_measurement(*log, w, host_llvm_target(), trace, m);  // returns after COMMIT
   }
-  double gflops = w.dag.flops() / (t.median_ms * 1e-3) / 1e9;
-  double gbps = static_cast<double>(buffers.total_bytes()) / (t.median_ms * 1e-3) / 1e9;
+  double gflops = w.dag.flops() / t.median_s / 1e9;
+  double gbps = static_cast<double>(buffers.total_bytes()) / t.median_s / 1e9;
 
   if (args.json) {
     nlohmann::json j;
@@ -205,8 +206,8 @@ int cmd_run(const RunArgs& args) {
     j["workload_key"] = w.dag.workload_key();
     j["target"] = "llvm";
     j["threads"] = num_threads();
-    j["median_ms"] = t.median_ms;
-    j["samples_ms"] = t.samples_ms;
+    j["median_ms"] = t.median_s * 1e3;
+    j["samples_ms"] = milliseconds(t.samples_s);
     j["gflops"] = gflops;
     j["gbps"] = gbps;
     j["correct"] = outcome ? nlohmann::json(outcome->correct) : nlohmann::json(nullptr);
@@ -215,8 +216,8 @@ int cmd_run(const RunArgs& args) {
     if (args.best) j["schedule_source"] = best ? "tuning log" : "default";
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << w.name << ": median " << std::fixed << std::setprecision(4) << t.median_ms << " ms over "
-              << t.samples_ms.size() << " runs, " << std::setprecision(1) << gflops << " GFLOP/s, " << gbps
+    std::cout << w.name << ": median " << std::fixed << std::setprecision(4) << t.median_s * 1e3 << " ms over "
+              << t.samples_s.size() << " runs, " << std::setprecision(1) << gflops << " GFLOP/s, " << gbps
               << " GB/s (" << num_threads() << " threads)\n";
     if (outcome) std::cout << (outcome->correct ? "correct\n" : "WRONG: " + outcome->message + "\n");
     if (record_id) std::cout << "recorded as record " << record_id << " in " << args.db << "\n";

@@ -2,9 +2,12 @@
 // input (the caller prints InputError / ScheduleError messages as `error: ...`).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "schedule/target_kind.h"
 
 namespace tessel {
 
@@ -18,7 +21,7 @@ struct WorkloadArgs {
 struct ShowArgs {
   WorkloadArgs workload;
   std::string schedule = "default";  // a file, "default" or "none"
-  std::string target = "llvm";
+  TargetKind target = TargetKind::Llvm;
   std::string emit = "lowered";      // te | schedule | lowered | llvm
   bool dump_passes = false;
 };
@@ -28,7 +31,7 @@ struct CheckArgs {
   std::string schedule;  // an extra schedule file to check
   int random_schedules = 0;
   uint64_t seed = 1;
-  std::string target = "llvm";
+  TargetKind target = TargetKind::Llvm;
   bool verbose = false;
   bool compile_only = false;  // cuda: build through NVRTC without a GPU
 };
@@ -36,11 +39,11 @@ struct CheckArgs {
 struct RunArgs {
   WorkloadArgs workload;
   std::string schedule = "default";
-  std::string target = "llvm";
+  TargetKind target = TargetKind::Llvm;
   bool check = false;
   bool json = false;
   int threads = 0;  // 0: every core
-  double min_time_s = 0.2;
+  std::optional<double> min_time_s;  // of samples (unset: 0.2 s on the CPU, 0.05 s on the GPU)
   std::string db;      // tuning log
   bool record = false; // append the measurement to the log (checks correctness first)
   bool best = false;   // run the best schedule the log holds for this workload and target
@@ -49,7 +52,7 @@ struct RunArgs {
 
 struct MeasureArgs {
   WorkloadArgs workload;
-  std::string target = "llvm";
+  TargetKind target = TargetKind::Llvm;
   std::string db;
   int random_schedules = 0;
   uint64_t seed = 1;
@@ -67,54 +70,41 @@ struct MeasureArgs {
   bool verbose = false;
 };
 
+// What `tessel tune` reads off its command line. The research settings (the cost model's design, the
+// search's population, re-timing the leaders) come from a tuning config file (search/tune_config.h).
 struct TuneArgs {
-  WorkloadArgs workload;             // one workload (--op/--param or --suite with one --case)
-  std::vector<std::string> cases;    // --case, repeatable, with --suite
-  bool all = false;                  // every case of --suite
-  std::string target = "llvm";
-  int64_t trials = 0;                // per workload and target, counted over the whole log (required)
+  WorkloadArgs workload;                // one workload (--op/--param)
+  std::vector<std::string> cases;       // --case, repeatable, with --suite
+  bool all = false;                     // every case of --suite
+  TargetKind target = TargetKind::Llvm;
+  int64_t trials = 0;                   // per workload and target, counted over the whole log (required)
   std::string db;
   uint64_t seed = 0;
-  std::string model;                 // pre-trained XGBoost model to start from
-  std::string save_model;            // save the model at the end
-  std::string model_kind = "xgboost";
-  std::string objective;             // the new model's loss, rank (when empty) or packsum; not with --model
-  std::string model_input;           // the new model's input, rows or programs ("": by target); not with --model
-  double mlp_weight = -1;            // the new model's neural-ranker weight (below 0: the input's default); not with --model
-  std::string mlp_network;           // the new model's neural ranker, summary ("") or deepsets; not with --model
-  std::string strategy = "evolution";
-  int population = 0;                // 0: the search default
-  int generations = -1;              // -1: the search default
-  int batch = 0;
-  int retime_leaders = 3;
-  int retime_timings = 3;
-  bool retime_back_to_back = false;
-  std::string yardstick;             // default or none ("": by target)
-  double time_budget_s = 0;
-  int builders = 0;
-  int threads = 0;
-  double min_time_ms = 0;
-  bool flush_l2 = true;               // cuda: flush the L2 cache before every sample
+  std::optional<std::string> config;    // a tuning config file
+  std::optional<std::string> model;     // a pre-trained cost model to start from
+  std::optional<std::string> save_model;
+  std::optional<double> time_budget_s;
+  int builders = 0;                     // 0: every core
+  int threads = 0;                      // llvm: kernel threads (0: every core)
+  std::optional<double> min_time_s;     // of samples per candidate (unset: the target's default)
+  bool flush_l2 = true;                 // cuda: flush the L2 cache before every sample
   bool verbose = false;
 };
 
-struct ModelArgs {
+struct CostModelArgs {
   std::string db;
-  std::string target = "llvm";
-  std::string output;            // train: where to save the model
+  TargetKind target = TargetKind::Llvm;
+  std::string output;                          // train: where to save the model
   std::vector<std::string> exclude_workloads;  // train: leave these workloads out
-  std::string objective = "rank";  // train: the loss, rank or packsum
-  std::string model_input;         // train: rows or programs ("": programs for cuda, rows for llvm)
-  double mlp_weight = -1;          // train: the neural ranker's weight (below 0: the input's default)
-  std::string mlp_network;         // train: the neural ranker, summary or deepsets ("": deepsets)
-  std::string model;             // eval: the model file
+  std::optional<std::string> config;           // train: a tuning config (its "costmodel" section)
+  std::string model;                           // eval: the model file
   std::vector<std::string> holdout_workloads;  // eval: score only these workloads (default: every workload)
 };
 
 struct ScheduleArgs {
   WorkloadArgs workload;
   int64_t random_seed = -1;  // >= 0: a random schedule instead of the default
-  std::string target = "llvm";
+  TargetKind target = TargetKind::Llvm;
 };
 
 struct DemoArgs {
@@ -130,7 +120,7 @@ struct Trace;
 struct CudaProgram;
 Workload workload_of_args(const WorkloadArgs& w);
 // The schedule a command runs: a JSON file, "default" (the target's default schedule) or "none".
-Trace schedule_for(const Workload& w, const std::string& spec, const std::string& target);
+Trace schedule_for(const Workload& w, const std::string& spec, TargetKind target);
 // The kernels' source followed by one `// launch` line per kernel.
 void print_cuda_program(std::ostream& out, const CudaProgram& program);
 
@@ -142,9 +132,9 @@ int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
 int cmd_measure(const MeasureArgs& args);  // tools/measure_command.cpp
 int cmd_tune(const TuneArgs& args);        // tools/tune_command.cpp
-// tessel model train / eval (tools/model_command.cpp).
-int cmd_model_train(const ModelArgs& args);
-int cmd_model_eval(const ModelArgs& args);
+// tessel costmodel train / eval (tools/costmodel_command.cpp).
+int cmd_costmodel_train(const CostModelArgs& args);
+int cmd_costmodel_eval(const CostModelArgs& args);
 
 // --target cuda (tools/cuda_commands.cpp).
 int cmd_check_cuda(const CheckArgs& args);

@@ -10,7 +10,7 @@
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 #include "search/gpu_schedule.h"
-#include "search/tuner.h"
+#include "search/tuning_records.h"
 #include "tools/commands.h"
 #include "tools/tuning_log_glue.h"
 #include "tools/workload.h"
@@ -101,7 +101,7 @@ int cmd_run_cuda(const RunArgs& args) {
   TargetInfo target = cuda_target(rt.device());
   std::optional<Trace> best;
   if (args.best) best = best_recorded_trace(args.db, w, std::cerr, target);
-  Trace trace = best ? *best : schedule_for(w, args.schedule, "cuda");
+  Trace trace = best ? *best : schedule_for(w, args.schedule, TargetKind::Cuda);
   std::optional<TuningLog> log;
   if (args.record) {
     log.emplace(TuningLog::open(args.db, TuningLog::Mode::ReadWrite));
@@ -118,31 +118,31 @@ int cmd_run_cuda(const RunArgs& args) {
   std::unique_ptr<CudaModule> module = rt.load(build.program, build.cubin);
   DeviceBuffers buffers(rt, build.func.params);
   buffers.set_inputs(inputs);
-  double min_ms = args.min_time_s == 0.2 ? 50.0 : args.min_time_s * 1e3;  // GPU default: 50 ms of samples
+  const double min_s = args.min_time_s.value_or(0.05);
   auto r0 = std::chrono::steady_clock::now();
-  CudaTiming t = rt.time([&] { module->run(buffers.args()); }, min_ms, args.flush_l2);
+  CudaTiming t = rt.time([&] { module->run(buffers.args()); }, min_s, args.flush_l2);
   rt.synchronize();
   double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
   int64_t record_id = 0;
-  nlohmann::json settings = {{"min_total_ms", min_ms},
+  nlohmann::json settings = {{"min_total_s", min_s},
                              {"flush", args.flush_l2},
                              {"timer", t.graph_replay ? "cuda events, batch replayed as a cuda graph" : "cuda events"}};
   if (log) {
-    Measurement m{t.samples_ms, t.median_ms, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
+    Measurement m{t.samples_s, t.median_s, outcome->correct, outcome->message, build_s, run_s, settings.dump()};
     record_id = record_measurement(*log, w, target, trace, m);
   }
   int64_t bytes = 0;
   for (const BufferParam& p : build.func.params) bytes += num_elements(p) * 4;
-  double gflops = w.dag.flops() / (t.median_ms * 1e-3) / 1e9;
-  double gbps = static_cast<double>(bytes) / (t.median_ms * 1e-3) / 1e9;
+  double gflops = w.dag.flops() / t.median_s / 1e9;
+  double gbps = static_cast<double>(bytes) / t.median_s / 1e9;
   if (args.json) {
     nlohmann::json j;
     j["workload"] = w.name;
     j["workload_key"] = w.dag.workload_key();
     j["target"] = "cuda";
     j["device"] = rt.device().name;
-    j["median_ms"] = t.median_ms;
-    j["samples_ms"] = t.samples_ms;
+    j["median_ms"] = t.median_s * 1e3;
+    j["samples_ms"] = milliseconds(t.samples_s);
     j["gflops"] = gflops;
     j["gbps"] = gbps;
     j["flush_l2"] = args.flush_l2;
@@ -153,7 +153,7 @@ int cmd_run_cuda(const RunArgs& args) {
     std::cout << j.dump() << "\n";
   } else {
     std::cout << w.name << " on " << rt.device().name << ": median " << std::fixed << std::setprecision(2)
-              << t.median_ms * 1e3 << " us over " << t.samples_ms.size() << " runs, " << std::setprecision(1) << gflops
+              << t.median_s * 1e6 << " us over " << t.samples_s.size() << " runs, " << std::setprecision(1) << gflops
               << " GFLOP/s, " << gbps << " GB/s\n";
     if (outcome) std::cout << (outcome->correct ? "correct\n" : "WRONG: " + outcome->message + "\n");
     if (record_id) std::cout << "recorded as record " << record_id << " in " << args.db << "\n";

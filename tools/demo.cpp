@@ -24,7 +24,7 @@ int cmd_demo(const DemoArgs& args) {
   TuneArgs tune;
   tune.workload.suite = args.suite;
   tune.cases = args.cases.empty() ? kDefaultCases : args.cases;
-  tune.target = "llvm";
+  tune.target = TargetKind::Llvm;
   tune.trials = args.trials;
   tune.time_budget_s = args.time_budget_s;
   tune.seed = 1;
@@ -36,7 +36,7 @@ int cmd_demo(const DemoArgs& args) {
   }
   tune.db = args.db.empty() ? temporary : args.db;
   std::cout << "tessel demo: tuning " << tune.cases.size() << " suite cases on this CPU, " << tune.trials
-            << " trials each (at most " << static_cast<int>(tune.time_budget_s) << " s)\n";
+            << " trials each (at most " << static_cast<int>(args.time_budget_s) << " s)\n";
   auto remove_temporary = [&] {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(temporary + suffix);
   };

@@ -17,7 +17,7 @@
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
 #include "search/random_schedule.h"
-#include "search/tuner.h"
+#include "search/tuning_records.h"
 #include "tools/commands.h"
 #include "tools/format_duration.h"
 #include "tools/tuning_log_glue.h"
@@ -66,7 +66,7 @@ struct Planned {
 
 std::vector<Planned> plan_candidates(const MeasureArgs& args, const Workload& w, const CpuTargetSpec& cpu) {
   std::vector<Planned> plan;
-  bool cuda = args.target == "cuda";
+  bool cuda = args.target == TargetKind::Cuda;
   if (!args.schedule.empty()) {
     Trace t = args.schedule == "default"
                   ? (cuda ? default_gpu_schedule(w.dag, GpuTargetSpec{}) : default_schedule(w.dag, cpu))
@@ -87,9 +87,9 @@ int cmd_measure(const MeasureArgs& args) {
   if (args.db.empty()) throw InputError("tessel measure needs --db PATH (every candidate is recorded)");
   if (args.random_schedules == 0 && args.schedule.empty())
     throw InputError("nothing to measure: give --random-schedules N and/or --schedule FILE|default");
-  if (args.target != "llvm" && (args.threads || !args.pin || args.flush_cache))
+  if (args.target != TargetKind::Llvm && (args.threads || !args.pin || args.flush_cache))
     throw InputError("--threads, --no-pin and --flush-cache are for --target llvm");
-  if (args.target != "cuda" && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
+  if (args.target != TargetKind::Cuda && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
   Workload w = workload_of_args(args.workload);
   std::map<int64_t, Fault> faults;
   if (!args.inject.empty()) faults = parse_fault_plan(args.inject);
@@ -111,13 +111,13 @@ int cmd_measure(const MeasureArgs& args) {
   options.run_timeout_s = args.run_timeout_s;
   options.run = default_run_settings(args.target);
   if (args.min_time_ms > 0) options.run.min_time_s = args.min_time_ms * 1e-3;
-  if (args.target == "llvm") options.run.flush = args.flush_cache;
-  if (args.target == "cuda") options.run.flush = args.flush_l2;
+  if (args.target == TargetKind::Llvm) options.run.flush = args.flush_cache;
+  if (args.target == TargetKind::Cuda) options.run.flush = args.flush_l2;
   options.threads = args.threads;
   options.pin = args.pin;
   Measurer measurer(w.dag, options);
 
-  TargetInfo target = args.target == "cuda" ? cuda_target(measurer.device()) : host_llvm_target();
+  TargetInfo target = args.target == TargetKind::Cuda ? cuda_target(measurer.device()) : host_llvm_target();
   WorkloadInfo workload = workload_info(w);
   check_flush_matches(log, workload.key, target, options.run.flush, w.name);
   nlohmann::json session_options = nlohmann::json::parse(measurer.settings_json());
@@ -178,8 +178,8 @@ int cmd_measure(const MeasureArgs& args) {
   }
   progress.finish();
 
-  std::cout << w.name << " on " << (args.target == "cuda" ? measurer.device().name : target.device_name) << " ("
-            << args.target << "): " << plan.size() << " candidates measured and recorded in " << args.db;
+  std::cout << w.name << " on " << (args.target == TargetKind::Cuda ? measurer.device().name : target.device_name) << " ("
+            << target_kind_name(args.target) << "): " << plan.size() << " candidates measured and recorded in " << args.db;
   if (first_id) std::cout << " (records " << first_id << "-" << last_id << ")";
   std::cout << "\n  outcomes:";
   for (const auto& [code, n] : counts) std::cout << " " << code << " " << n;

@@ -12,6 +12,7 @@
 
 #include "codegen/llvm/llvm_backend.h"
 #include "schedule/te/error.h"
+#include "search/tune_config.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
 #include "tools/format_duration.h"
@@ -28,7 +29,8 @@ std::vector<Workload> workloads_of(const TuneArgs& args) {
       throw InputError("give either --op with --param, or --suite with --case/--all, not both");
     return {workload_of_args(w)};
   }
-  if (w.suite.empty()) throw InputError("nothing to tune: give --op NAME [--param K=V ...] or --suite FILE --case NAME|--all");
+  if (w.suite.empty())
+    throw InputError("nothing to tune: give --op NAME [--param K=V ...] or --suite FILE --case NAME|--all");
   if (args.all) {
     if (!args.cases.empty()) throw InputError("--all tunes every case of the suite; drop --case");
     return load_suite(w.suite);
@@ -40,9 +42,9 @@ std::vector<Workload> workloads_of(const TuneArgs& args) {
 }
 
 std::string speedup(const TaskStatus& s) {
-  if (s.default_s <= 0 || s.best_s <= 0) return "-";
+  if (!s.default_s || !s.best_s) return "-";
   std::ostringstream out;
-  out << std::fixed << std::setprecision(2) << s.default_s / s.best_s << "x";
+  out << std::fixed << std::setprecision(2) << *s.default_s / *s.best_s << "x";
   return out.str();
 }
 
@@ -59,8 +61,10 @@ std::string eta(const TaskStatus& s) {
   if (session_trials <= 0) return "-";
   double left = s.seconds / static_cast<double>(session_trials) * static_cast<double>(s.budget - s.trials);
   char buffer[32];
-  if (left < 60) std::snprintf(buffer, sizeof buffer, "%.0fs", left);
-  else std::snprintf(buffer, sizeof buffer, "%dm%02ds", static_cast<int>(left / 60), static_cast<int>(left) % 60);
+  if (left < 60)
+    std::snprintf(buffer, sizeof buffer, "%.0fs", left);
+  else
+    std::snprintf(buffer, sizeof buffer, "%dm%02ds", static_cast<int>(left / 60), static_cast<int>(left) % 60);
   return buffer;
 }
 
@@ -69,20 +73,20 @@ std::string table(const std::vector<TaskStatus>& tasks, bool final_table, const 
   for (const TaskStatus& s : tasks) width = std::max(width, s.name.size());
   std::ostringstream out;
   out << std::left << std::setw(static_cast<int>(width)) << "task" << std::right << std::setw(12) << "trials"
-      << std::setw(8) << "errors" << std::setw(13) << "default" << std::setw(13) << "best" << std::setw(9)
-      << "speedup" << std::setw(final_table ? 11 : 9) << (final_table ? "GFLOP/s" : "ETA") << "\n";
+      << std::setw(8) << "errors" << std::setw(13) << "default" << std::setw(13) << "best" << std::setw(9) << "speedup"
+      << std::setw(final_table ? 11 : 9) << (final_table ? "GFLOP/s" : "ETA") << "\n";
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TaskStatus& s = tasks[i];
     std::string trials = std::to_string(s.trials) + "/" + std::to_string(s.budget);
     std::string rate = "-";
-    if (final_table && s.best_s > 0 && flops[i] > 0) {
+    if (final_table && s.best_s && flops[i] > 0) {
       std::ostringstream r;
-      r << std::fixed << std::setprecision(1) << flops[i] / s.best_s / 1e9;
+      r << std::fixed << std::setprecision(1) << flops[i] / *s.best_s / 1e9;
       rate = r.str();
     }
     out << std::left << std::setw(static_cast<int>(width)) << s.name << std::right << std::setw(12) << trials
-        << std::setw(8) << s.errors << std::setw(13) << (s.default_s > 0 ? format_duration(s.default_s) : "-")
-        << std::setw(13) << (s.best_s > 0 ? format_duration(s.best_s) : "-") << std::setw(9) << speedup(s)
+        << std::setw(8) << s.errors << std::setw(13) << (s.default_s ? format_duration(*s.default_s) : "-")
+        << std::setw(13) << (s.best_s ? format_duration(*s.best_s) : "-") << std::setw(9) << speedup(s)
         << std::setw(final_table ? 11 : 9) << (final_table ? rate : eta(s)) << "\n";
   }
   return out.str();
@@ -110,81 +114,48 @@ class LiveTable {
   int lines_ = 0;
 };
 
-}  // namespace
-
-int cmd_tune(const TuneArgs& args) {
+// The session's options from the command line and the config file: parsed and checked here, once.
+TuneOptions tune_options(const TuneArgs& args) {
   if (args.db.empty()) throw InputError("tessel tune needs --db PATH (the tuning log is the session's memory)");
   if (args.trials <= 0) throw InputError("tessel tune needs --trials N (the budget per workload, N >= 1)");
-  if (args.target != "llvm" && args.target != "cuda") throw InputError("unknown --target '" + args.target + "' (llvm or cuda)");
-  if (args.target != "llvm" && args.threads) throw InputError("--threads is for --target llvm");
-  if (args.target != "cuda" && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
-  std::vector<Workload> workloads = workloads_of(args);
-
+  if (args.target != TargetKind::Llvm && args.threads) throw InputError("--threads is for --target llvm");
+  if (args.target != TargetKind::Cuda && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
   TuneOptions options;
   options.target = args.target;
   options.trials = args.trials;
-  options.batch = args.batch;
-  options.retime_leaders = args.retime_leaders;
-  options.retime_timings = args.retime_timings;
-  options.retime_spread = !args.retime_back_to_back;
-  options.yardstick = args.yardstick;
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
-  options.model = args.model_kind;
-  if (!args.objective.empty() && !args.model.empty())
-    throw InputError("--objective is for a new cost model; --model " + args.model + " keeps the objective it was trained with");
-  if (!args.objective.empty()) options.objective = args.objective;
-  if (!args.model_input.empty() && !args.model.empty())
-    throw InputError("--model-input is for a new cost model; --model " + args.model + " keeps the input it was trained with");
-  options.model_input = args.model_input;
-  if (args.mlp_weight >= 0 && !args.model.empty())
-    throw InputError("--mlp-weight is for a new cost model; --model " + args.model + " keeps the blend it was trained with");
-  options.mlp_weight = args.mlp_weight;
-  if (!args.mlp_network.empty() && !args.model.empty())
-    throw InputError("--mlp-network is for a new cost model; --model " + args.model + " keeps the network it was trained with");
-  options.mlp_network = args.mlp_network;
+  if (args.config) apply_tune_config(*args.config, options);
   options.model_path = args.model;
   options.save_model_path = args.save_model;
-  options.search.strategy = args.strategy;
-  if (args.population > 0) options.search.population = args.population;
-  if (args.generations >= 0) options.search.generations = args.generations;
-  options.search_target.gpu = args.target == "cuda";
-  options.search_target.cpu = CpuTargetSpec{host_vector_lanes(), args.threads > 0 ? args.threads : available_cores()};
-  options.measure.target = args.target;
+  options.cpu = CpuTargetSpec{host_vector_lanes(), args.threads > 0 ? args.threads : available_cores()};
   options.measure.builders = args.builders;
   options.measure.threads = args.threads;
   options.measure.run = default_run_settings(args.target);
-  if (args.min_time_ms > 0) options.measure.run.min_time_s = args.min_time_ms * 1e-3;
-  if (args.target == "cuda") options.measure.run.flush = args.flush_l2;
+  if (args.min_time_s) options.measure.run.min_time_s = *args.min_time_s;
+  if (args.target == TargetKind::Cuda) options.measure.run.flush = args.flush_l2;
   // A search measures many slow candidates: one second of samples at most tells them apart.
   options.measure.run.budget_s = 1;
+  validate_tune_options(options);
+  return options;
+}
 
-  std::vector<TuneTask> tasks;
-  std::vector<double> flops;
-  for (const Workload& w : workloads) {
-    tasks.push_back(TuneTask{w.name, w.dag, 1});
-    flops.push_back(w.dag.flops());
-  }
-  check_tune_options(options);
-  // Open the log first: a bad path should fail before minutes of work, not after.
-  TuningLog log = TuningLog::open(args.db, TuningLog::Mode::ReadWrite);
-
-  const bool live = isatty(STDERR_FILENO) && !args.verbose;
-  LiveTable display(live);
-  std::vector<TaskStatus> last;
-  int round = 0;
+// The progress display: a live table on a terminal, a line per round otherwise.
+TuneCallbacks progress_display(const std::vector<TuneTask>& tasks, const std::vector<double>& flops, bool live,
+                               LiveTable& display, std::vector<TaskStatus>& last) {
   TuneCallbacks callbacks;
-  callbacks.on_note = [&](const std::string& text) {
+  callbacks.on_note = [&display, &last, &flops](const std::string& text) {
     display.clear();
     std::cerr << "note: " << text << "\n";
     if (!last.empty()) display.draw(table(last, false, flops), "");
   };
-  callbacks.on_build = [&](size_t task, size_t built, size_t total) {
+  callbacks.on_build = [&display, &last, &flops, &tasks](size_t task, size_t built, size_t total) {
     if (!last.empty())
-      display.draw(table(last, false, flops), "  " + tasks[task].name + ": building " + std::to_string(built) + "/" +
-                                                  std::to_string(total));
+      display.draw(table(last, false, flops),
+                   "  " + tasks[task].name + ": building " + std::to_string(built) + "/" + std::to_string(total));
   };
-  callbacks.on_round = [&](const std::vector<TaskStatus>& statuses, size_t current) {
+  callbacks.on_round = [&display, &last, &flops, live, round = 0](const std::vector<TaskStatus>& statuses,
+                                                                  size_t current) mutable {
     last = statuses;
     ++round;
     const TaskStatus& s = statuses[current];
@@ -192,34 +163,56 @@ int cmd_tune(const TuneArgs& args) {
       display.draw(table(statuses, false, flops), "  round " + std::to_string(round) + ": " + s.name);
     } else {
       std::cerr << "round " << round << ": " << s.name << " " << s.trials << "/" << s.budget << " trials, best "
-                << (s.best_s > 0 ? format_duration(s.best_s) : "-") << " (" << speedup(s) << " over default), ETA "
+                << (s.best_s ? format_duration(*s.best_s) : "-") << " (" << speedup(s) << " over default), ETA "
                 << eta(s) << " [" << split(s.last_round) << "]\n";
     }
   };
-  std::cerr << "tuning " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s") << " on " << args.target
-            << ", " << args.trials << " trials each, log " << args.db << "\n";
-  std::vector<TaskStatus> result = tune(tasks, log, options,
-                                        [&](const Measurer& m) {
-                                          return args.target == "cuda" ? cuda_target(m.device()) : host_llvm_target();
-                                        },
-                                        callbacks);
-  display.clear();
+  return callbacks;
+}
+
+void print_summary(const std::vector<TaskStatus>& result, const std::vector<double>& flops, const TuneOptions& options,
+                   const std::string& db) {
   std::cout << table(result, true, flops);
-  int64_t measured = 0;
-  for (const TaskStatus& s : result) measured += s.trials - s.trials_at_start;
-  std::cout << measured << " candidates measured this session and recorded in " << args.db << "\n";
+  int64_t measured = 0, retimes = 0;
   TimeSplit time;
-  for (const TaskStatus& s : result) time += s.time;
+  for (const TaskStatus& s : result) {
+    measured += s.trials - s.trials_at_start;
+    retimes += s.retimes;
+    time += s.time;
+  }
+  std::cout << measured << " candidates measured this session and recorded in " << db << "\n";
   if (measured > 0) std::cout << "time in rounds: " << split(time) << "\n";
-  int64_t retimes = 0;
-  for (const TaskStatus& s : result) retimes += s.retimes;
   if (retimes > 0)
     std::cout << "default and best: the upper median of each schedule's timings (its trial and " << retimes
               << " retimes of the leaders in the log; retimes are not trials"
-              << (resolved_yardstick(options) == "default"
+              << (resolved_yardstick(options)
                       ? "; a schedule with retimes counts those alone, each relative to the default timed beside it"
                       : "")
               << ")\n";
+}
+
+}  // namespace
+
+int cmd_tune(const TuneArgs& args) {
+  const TuneOptions options = tune_options(args);
+  std::vector<TuneTask> tasks;
+  std::vector<double> flops;
+  for (const Workload& w : workloads_of(args)) {
+    tasks.push_back(TuneTask{w.name, w.dag, 1});
+    flops.push_back(w.dag.flops());
+  }
+  // Open the log first: a bad path should fail before minutes of work, not after.
+  TuningLog log = TuningLog::open(args.db, TuningLog::Mode::ReadWrite);
+  const bool live = isatty(STDERR_FILENO) && !args.verbose;
+  LiveTable display(live);
+  std::vector<TaskStatus> last;
+  const TuneCallbacks callbacks = progress_display(tasks, flops, live, display, last);
+  std::cerr << "tuning " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s") << " on "
+            << target_kind_name(args.target) << ", " << args.trials << " trials each, log " << args.db << "\n";
+  std::unique_ptr<TuningMachine> machine = local_machine(args.target);
+  std::vector<TaskStatus> result = tune(tasks, log, options, *machine, callbacks);
+  display.clear();
+  print_summary(result, flops, options, args.db);
   return 0;
 }
 

@@ -3,44 +3,12 @@
 #include <fstream>
 #include <ostream>
 
-#include "codegen/llvm/llvm_backend.h"
-
 namespace tessel {
 
-namespace {
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  return "";
-}
-
-}  // namespace
-
-TargetInfo host_llvm_target() {
-  const HostTarget& host = host_target();
-  TargetInfo t;
-  t.kind = "llvm";
-  t.arch = host.cpu;
-  t.device_name = cpu_model_name();
-  t.toolkit_version = "LLVM 19";
-  t.cpu_features = host.features;
-  return t;
-}
-
-TargetInfo cuda_target(const CudaDeviceInfo& d) {
-  TargetInfo t;
-  t.kind = "cuda";
-  t.arch = d.arch;
-  t.device_name = d.name;
-  t.driver_version = d.driver_version;
-  t.toolkit_version = "NVRTC";
-  return t;
+std::vector<double> milliseconds(const std::vector<double>& seconds) {
+  std::vector<double> ms;
+  for (double s : seconds) ms.push_back(s * 1e3);
+  return ms;
 }
 
 WorkloadInfo workload_info(const Workload& w) { return WorkloadInfo{w.dag.workload_key(), w.dag.to_text(), w.dag.flops()}; }
@@ -52,8 +20,8 @@ int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& 
   r.workload = workload_info(w);
   r.target = target;
   r.trace_json = trace_to_json(trace);
-  for (double ms : m.samples_ms) r.samples_s.push_back(ms * 1e-3);
-  r.median_s = m.median_ms * 1e-3;
+  r.samples_s = m.samples_s;
+  r.median_s = m.median_s;
   r.error = m.correct ? ErrorCode::Ok : ErrorCode::WrongAnswer;
   r.error_message = m.error_message.substr(0, 1000);
   r.build_s = m.build_s;

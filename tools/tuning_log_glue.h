@@ -7,26 +7,26 @@
 #include "codegen/cuda/cuda_backend.h"
 #include "database/tuning_log.h"
 #include "schedule/state/trace.h"
+#include "search/tuning_machine.h"  // host_llvm_target, cuda_target
 #include "tools/workload.h"
 
 namespace tessel {
 
-// This machine as a tuning-log target (kind "llvm").
-TargetInfo host_llvm_target();
-// A GPU as a tuning-log target (kind "cuda").
-TargetInfo cuda_target(const CudaDeviceInfo& device);
 WorkloadInfo workload_info(const Workload& w);
 
 // Appends one measurement (after checking) in its own session; returns the record id once the
 // commit has returned.
 struct Measurement {
-  std::vector<double> samples_ms;
-  double median_ms = 0;
+  std::vector<double> samples_s;
+  double median_s = 0;
   bool correct = true;
   std::string error_message;
   double build_s = 0, run_s = 0;
   std::string settings_json;
 };
+// Seconds as milliseconds, for the JSON `tessel run` prints.
+std::vector<double> milliseconds(const std::vector<double>& seconds);
+
 int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& target, const Trace& trace,
                            const Measurement& m);
 

@@ -73,8 +73,8 @@ class CudaModule {
 };
 
 struct CudaTiming {
-  std::vector<double> samples_ms;
-  double median_ms = 0;
+  std::vector<double> samples_s;
+  double median_s = 0;
   bool graph_replay = false;  // each sample one replay of a CUDA graph of `batch` runs
 };
 
@@ -93,9 +93,9 @@ class CudaRuntime {
   virtual void fill_nan(uint64_t ptr, int64_t floats) = 0;  // poisons outputs before a checked run
   virtual void synchronize() = 0;  // throws Error with the CUDA error name on a sticky error
   virtual std::unique_ptr<CudaModule> load(const CudaProgram& program, const std::vector<char>& cubin) = 0;
-  // Times `fn` with CUDA events: warm-up, then samples until `min_total_ms`; with `flush_l2`, a
+  // Times `fn` with CUDA events: warm-up, then samples until `min_total_s`; with `flush_l2`, a
   // buffer larger than L2 is overwritten before every sample (outside the timed region).
-  virtual CudaTiming time(const std::function<void()>& fn, double min_total_ms, bool flush_l2) = 0;
+  virtual CudaTiming time(const std::function<void()>& fn, double min_total_s, bool flush_l2) = 0;
 };
 
 }  // namespace tessel

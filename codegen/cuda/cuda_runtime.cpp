@@ -225,7 +225,7 @@ class DriverRuntime final : public CudaRuntime {
     return std::make_unique<DriverModule>(*this, program, cubin);
   }
 
-  CudaTiming time(const std::function<void()>& fn, double min_total_ms, bool flush_l2) override {
+  CudaTiming time(const std::function<void()>& fn, double min_total_s, bool flush_l2) override {
     make_current();
     if (flush_l2 && !flush_buffer_) {
       flush_floats_ = std::max<int64_t>(info_.l2_bytes, 8 << 20) * 2 / 4;
@@ -251,8 +251,8 @@ class DriverRuntime final : public CudaRuntime {
     }
     CudaTiming timing;
     timing.graph_replay = graph != nullptr;
-    double total = 0;
-    while (timing.samples_ms.size() < 5 || (total < min_total_ms && timing.samples_ms.size() < kMaxTimingSamples)) {
+    double total_s = 0;
+    while (timing.samples_s.size() < 5 || (total_s < min_total_s && timing.samples_s.size() < kMaxTimingSamples)) {
       if (flush_l2)
         check(d_.memset_d32(flush_buffer_, 0, static_cast<size_t>(flush_floats_), stream_), "cuMemsetD32Async");
       check(d_.event_record(start_, stream_), "cuEventRecord");
@@ -265,13 +265,13 @@ class DriverRuntime final : public CudaRuntime {
       check(d_.event_synchronize(stop_), "cuEventSynchronize");
       float ms = 0;
       check(d_.event_elapsed(&ms, start_, stop_), "cuEventElapsedTime");
-      timing.samples_ms.push_back(ms / batch);
-      total += ms;
+      timing.samples_s.push_back(ms * 1e-3 / batch);  // CUDA events tell milliseconds
+      total_s += ms * 1e-3;
     }
-    std::vector<double> sorted = timing.samples_ms;
+    std::vector<double> sorted = timing.samples_s;
     std::sort(sorted.begin(), sorted.end());
     size_t n = sorted.size();
-    timing.median_ms = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    timing.median_s = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
     return timing;
   }
 

@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
                   0.0f, C.data(), 1024);
     }, t);
     TimingResult rt = time_kernel(tk, tb, min_time);
-    blas_ms.insert(blas_ms.end(), rb.samples_ms.begin(), rb.samples_ms.end());
-    tessel_ms.insert(tessel_ms.end(), rt.samples_ms.begin(), rt.samples_ms.end());
+    for (double s : rb.samples_s) blas_ms.push_back(s * 1e3);
+    for (double s : rt.samples_s) tessel_ms.push_back(s * 1e3);
   }
   double flops = 2.0 * 1024 * 1024 * 1024;
   double blas = median(blas_ms), ours = median(tessel_ms);
@@ -132,13 +132,13 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     TimingOptions rt;
     rt.min_total_s = round_time;
-    double m = 2.0 * copy_bytes / (time_function(memcpy_run, rt).median_ms * 1e-3) / 1e9;
-    double c = static_cast<double>(cb.total_bytes()) / (time_kernel(ck, cb, round_time).median_ms * 1e-3) / 1e9;
+    double m = 2.0 * copy_bytes / time_function(memcpy_run, rt).median_s / 1e9;
+    double c = static_cast<double>(cb.total_bytes()) / time_kernel(ck, cb, round_time).median_s / 1e9;
     memcpy_gbps.push_back(m);
     copy_gbps.push_back(c);
     for (int k = 0; k < 2; ++k) {
       double g = static_cast<double>(buffers[k]->total_bytes()) /
-                 (time_kernel(kernels[k], *buffers[k], round_time).median_ms * 1e-3) / 1e9;
+                 time_kernel(kernels[k], *buffers[k], round_time).median_s / 1e9;
       kernel_gbps[k].push_back(g);
       ratio[k].push_back(g / std::max(m, c));
     }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <set>
@@ -24,13 +25,27 @@ using tessel_test::tessel;
 
 namespace {
 
-std::vector<std::string> tune_args(const std::string& db, const std::string& trials, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"tune",   "--op",     "matmul", "--param",  "M=32",          "--param",
-                                   "N=24",   "--param",  "K=16",   "--target", "llvm",          "--db",
-                                   db,       "--trials", trials,   "--min-time-ms", "2",         "--population",
-                                   "24",     "--generations", "1"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+// A tuning config beside `db` with a small search (a population of 24, one generation) and the
+// given settings on top, section by section.
+std::string config_for(const std::string& db, const nlohmann::json& settings) {
+  nlohmann::json config = {{"search", {{"population", 24}, {"generations", 1}}}};
+  for (const auto& [section, values] : settings.items())
+    for (const auto& [key, value] : values.items()) config[section][key] = value;
+  static int count = 0;
+  const std::string path = db + ".config" + std::to_string(++count) + ".json";
+  std::ofstream(path) << config.dump();
+  return path;
+}
+
+std::vector<std::string> tune_args(const std::string& db, const std::string& trials,
+                                   const nlohmann::json& settings = nlohmann::json::object()) {
+  return {"tune", "--op",     "matmul", "--param",       "M=32", "--param",  "N=24",
+          "--param", "K=16",  "--target", "llvm",        "--db",  db,        "--trials",
+          trials,  "--min-time-ms", "2",  "--config",    config_for(db, settings)};
+}
+
+nlohmann::json saved_options(const nlohmann::json& record) {
+  return nlohmann::json::parse(record["session"]["options_json"].get<std::string>());
 }
 
 
@@ -85,7 +100,7 @@ pid_t spawn_tessel(const std::vector<std::string>& args, const std::string& log_
 TEST_CASE("tune: the trial budget counts over the log and reruns measure only the remainder", "[cli][tune]") {
   TempDir dir;
   std::string db = dir.file("log.db");
-  RunResult first = tessel(tune_args(db, "18", {"--batch", "6"}));
+  RunResult first = tessel(tune_args(db, "18", {{"search", {{"batch", 6}}}}));
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
   CHECK_THAT(first.out, Catch::Contains("18 candidates measured this session"));
@@ -103,16 +118,12 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
   }
   CHECK_THAT(first.out, Catch::Contains("retimes of the leaders"));
   auto objective_of = [](const nlohmann::json& record) {
-    return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("objective", "");
+    return saved_options(record)["costmodel"].value("objective", "");
   };
   CHECK(objective_of(records.front()) == "rank");  // the default, saved with the session
-  auto input_of = [](const nlohmann::json& record) {
-    return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("model_input", "");
-  };
+  auto input_of = [](const nlohmann::json& record) { return saved_options(record)["costmodel"].value("input", ""); };
   CHECK(input_of(records.front()) == "rows");  // the CPU's default, saved with the session
-  auto spread_of = [](const nlohmann::json& record) {
-    return nlohmann::json::parse(record["session"]["options_json"].get<std::string>()).value("retime_spread", false);
-  };
+  auto spread_of = [](const nlohmann::json& record) { return saved_options(record)["leaders"].value("spread", false); };
   CHECK(spread_of(records.front()));  // one retime a round per schedule, by default
   // Under the yardstick a round's leaders are re-timed right after its trials; without it, none in
   // a schedule's own round: round 1's leaders are first re-timed after round 2's trials.
@@ -126,19 +137,18 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
   };
   CHECK(trials_before_first_retime(all) == 6);
   std::string unreferenced = dir.file("none.db");
-  RunResult none_run = tessel(tune_args(unreferenced, "12", {"--batch", "6", "--yardstick", "none"}));
+  RunResult none_run =
+      tessel(tune_args(unreferenced, "12", {{"search", {{"batch", 6}}}, {"leaders", {{"yardstick", false}}}}));
   INFO(none_run.err);
   REQUIRE(none_run.exit_code == 0);
   std::vector<nlohmann::json> none_log = export_records(unreferenced);
   CHECK(trials_before_first_retime(none_log) == 12);
   for (const nlohmann::json& r : none_log) CHECK_FALSE(r.contains("reference_s"));
-  CHECK(nlohmann::json::parse(none_log.front()["session"]["options_json"].get<std::string>()).value("yardstick", "") ==
-        "none");
+  CHECK(saved_options(none_log.front())["leaders"].value("yardstick", true) == false);
   // The yardstick (on by default on the CPU): each retime batch times the default before, between
   // and after the leaders, D A D B D, and a leader's record keeps the lower neighbouring default
   // median as its reference.
-  CHECK(nlohmann::json::parse(records.front()["session"]["options_json"].get<std::string>()).value("yardstick", "") ==
-        "default");
+  CHECK(saved_options(records.front())["leaders"].value("yardstick", false) == true);
   const std::string default_key = step_keys({records.front()}).front();  // the default is measured first
   std::vector<nlohmann::json> retimes;
   for (const nlohmann::json& r : all)
@@ -202,7 +212,8 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
   CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
   CHECK(trials_of(export_records(db)).size() == 18);
 
-  RunResult more = tessel(tune_args(db, "26", {"--batch", "5", "--objective", "packsum", "--model-input", "programs"}));
+  RunResult more =
+      tessel(tune_args(db, "26", {{"search", {{"batch", 5}}}, {"costmodel", {{"objective", "packsum"}, {"input", "programs"}}}}));
   INFO(more.err);
   REQUIRE(more.exit_code == 0);
   CHECK_THAT(more.out, Catch::Contains("8 candidates measured this session"));
@@ -214,7 +225,7 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
   CHECK(std::set<std::string>(keys.begin(), keys.end()).size() == keys.size());
 
   // A pairs model (relative scores against the round's reference programs) extends it too.
-  RunResult pairs = tessel(tune_args(db, "32", {"--batch", "6", "--model-input", "pairs"}));
+  RunResult pairs = tessel(tune_args(db, "32", {{"search", {{"batch", 6}}}, {"costmodel", {{"input", "pairs"}}}}));
   INFO(pairs.err);
   REQUIRE(pairs.exit_code == 0);
   CHECK_THAT(pairs.out, Catch::Contains("6 candidates measured this session"));
@@ -227,7 +238,8 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
   // A log without retimes (as written before they existed): a rerun at its budget measures no trial
   // but re-times the leaders.
   std::string plain = dir.file("plain.db");
-  RunResult none = tessel(tune_args(plain, "8", {"--batch", "4", "--retime-leaders", "0", "--retime-back-to-back"}));
+  RunResult none =
+      tessel(tune_args(plain, "8", {{"search", {{"batch", 4}}}, {"leaders", {{"retime", 0}, {"spread", false}}}}));
   REQUIRE(none.exit_code == 0);
   CHECK(export_records(plain).size() == 8);
   CHECK_FALSE(spread_of(export_records(plain).front()));
@@ -244,14 +256,15 @@ TEST_CASE("tune: the trial budget counts over the log and reruns measure only th
 TEST_CASE("tune: a tuner killed mid-session resumes with no record lost or duplicated", "[cli][tune]") {
   TempDir dir;
   std::string db = dir.file("log.db");
-  const std::vector<std::string> args = tune_args(db, "40", {"--batch", "4"});
+  const std::vector<std::string> args = tune_args(db, "40", {{"search", {{"batch", 4}}}});
   pid_t pid = spawn_tessel(args, dir.file("first.txt"));
-  // Kill it once some rounds are committed, at whatever point of a round it has reached.
+  // Kill it once some rounds are committed, at whatever point of a round it has reached. It waits for
+  // the records, however long the machine takes (the test's timeout bounds it), not for a clock.
   size_t before = 0;
-  for (int i = 0; i < 600 && before < 12; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (before < 12) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     int status = 0;
-    REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still running
+    REQUIRE(waitpid(pid, &status, WNOHANG) == 0);  // still running: 40 trials take many rounds
     before = trials_so_far(db);
   }
   REQUIRE(before >= 12);
@@ -286,9 +299,27 @@ TEST_CASE("tune: a tuner killed mid-session resumes with no record lost or dupli
 TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
   TempDir dir;
   std::string db = dir.file("log.db");
+  const std::vector<std::string> matmul = {"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4",
+                                           "--param", "K=4", "--db", db, "--trials", "4"};
+  // The command line with a config file holding `config` (raw text, so that bad JSON can be given).
+  int configs = 0;
+  auto with_config = [&](const std::string& config, std::vector<std::string> extra = {}) {
+    const std::string path = dir.file("config" + std::to_string(++configs) + ".json");
+    std::ofstream(path) << config;
+    std::vector<std::string> args = matmul;
+    args.insert(args.end(), {"--config", path});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto plus = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = matmul;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string model = dir.file("m.json");
   struct Case {
     std::vector<std::string> args;
-    const char* says;
+    std::string says;
   };
   for (const Case& c : {
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--trials", "4"}, "--db"},
@@ -299,48 +330,34 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
            Case{{"tune", "--suite", tessel_test::source_file("suites/operators.json"), "--case", "nope", "--db", db,
                  "--trials", "4"},
                 "nope"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--strategy", "annealing"},
-                "annealing"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--objective", "listwise"},
-                "listwise"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--objective", "packsum", "--model", dir.file("m.json")},
-                "keeps the objective"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--model-input", "programs", "--model", dir.file("m.json")},
-                "keeps the input"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--model-input", "stores"},
-                "stores"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--model-input", "pairs", "--objective", "packsum"},
-                "--objective packsum cannot train --model-input pairs"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--mlp-weight", "1"},
-                "--mlp-weight blends a neural ranker into a model of program summaries; the 'rows' input has none"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--mlp-weight", "0", "--model", dir.file("m.json")},
-                "keeps the blend"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--model-input", "programs", "--mlp-network", "transformer"},
-                "--mlp-network must be summary or deepsets, not 'transformer'"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--mlp-network", "deepsets"},
-                "--mlp-network deepsets names the neural ranker of a programs model with a weight above 0"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--mlp-network", "deepsets", "--model", dir.file("m.json")},
-                "keeps the network"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--mlp-weight", "-3"},
-                "--mlp-weight: Value -3 not in range"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--model", dir.file("missing.json")},
-                "missing.json"},
-           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--db", db, "--trials",
-                 "4", "--no-flush-l2"},
-                "--no-flush-l2 is for --target cuda"},
+           Case{plus({"--target", "tpu"}), "unknown target 'tpu' (llvm or cuda)"},
+           Case{with_config(R"({"search": {"strategy": "annealing"}})"), "search.strategy: 'annealing' is not evolution or random"},
+           Case{with_config(R"({"costmodel": {"objective": "listwise"}})"), "costmodel.objective: 'listwise' is not rank or packsum"},
+           Case{with_config(R"({"costmodel": {"objective": "packsum"}})", {"--model", model}), "keeps the objective"},
+           Case{with_config(R"({"costmodel": {"input": "programs"}})", {"--model", model}), "keeps the input"},
+           Case{with_config(R"({"costmodel": {"input": "stores"}})"), "costmodel.input: 'stores' is not rows, programs or pairs"},
+           Case{with_config(R"({"costmodel": {"input": "pairs", "objective": "packsum"}})"),
+                "costmodel.objective packsum cannot train costmodel.input pairs"},
+           Case{with_config(R"({"costmodel": {"mlp_weight": 1}})"),
+                "costmodel.mlp_weight blends a neural ranker into a model of program summaries; the 'rows' input has none"},
+           Case{with_config(R"({"costmodel": {"mlp_weight": 0}})", {"--model", model}), "keeps the mlp_weight"},
+           Case{with_config(R"({"costmodel": {"input": "programs", "network": "transformer"}})"),
+                "costmodel.network: 'transformer' is not summary or deepsets"},
+           Case{with_config(R"({"costmodel": {"network": "deepsets"}})"),
+                "costmodel.network deepsets names the neural ranker of a programs model with a weight above 0"},
+           Case{with_config(R"({"costmodel": {"network": "deepsets"}})", {"--model", model}), "keeps the network"},
+           Case{with_config(R"({"costmodel": {"mlp_weight": -3}})"), "costmodel.mlp_weight: must be a number from 0"},
+           Case{with_config(R"({"costmodel": {"mlp_weight": 1e400}})"), "not valid JSON"},
+           Case{with_config(R"({"costmodel": {"kind": "random"}})", {"--save-model", model}), "nothing to save"},
+           Case{with_config(R"({"search": {"population": "many"}})"), "search.population: must be an integer"},
+           Case{with_config(R"({"leaders": {"retime": -1}})"), "leaders.retime: must be an integer from 0"},
+           Case{with_config(R"({"leader": {"retime": 1}})"), "leader: unknown setting"},
+           Case{with_config(R"({"search": {"populaton": 10}})"), "search.populaton: unknown setting"},
+           Case{with_config("[1, 2]"), "must be a JSON object"},
+           Case{with_config("{"), "not valid JSON"},
+           Case{plus({"--config", dir.file("missing_config.json")}), "missing_config.json"},
+           Case{plus({"--model", dir.file("missing.json")}), "missing.json"},
+           Case{plus({"--no-flush-l2"}), "--no-flush-l2 is for --target cuda"},
        }) {
     RunResult r = tessel(c.args);
     INFO(r.command << "\n" << r.err);

@@ -1,5 +1,5 @@
-// tessel model train / eval: the cost model pre-trained from a tuning log, and how well it ranks the
-// records of a workload it has (or has not) seen.
+// tessel costmodel train / eval: the cost model pre-trained from a tuning log, and how well it ranks
+// the records of a workload it has (or has not) seen.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,7 +11,9 @@
 #include "costmodel/ranking_metrics.h"
 #include "costmodel/xgb_model.h"
 #include "schedule/te/error.h"
+#include "search/cost_model_choice.h"
 #include "search/log_samples.h"
+#include "search/tune_config.h"
 #include "tools/commands.h"
 
 namespace tessel {
@@ -23,60 +25,50 @@ TuningLog open_log(const std::string& db) {
   return TuningLog::open(db, TuningLog::Mode::ReadOnly);
 }
 
-void check_target(const std::string& target) {
-  if (target != "llvm" && target != "cuda") throw InputError("unknown --target '" + target + "' (llvm or cuda)");
-}
-
 // The workload keys with records of `target` in the log.
-std::set<std::string> workloads_of(const TuningLog& log, const std::string& target) {
+std::set<std::string> workloads_of(const TuningLog& log, TargetKind target) {
   std::set<std::string> keys;
   for (const MeasureRecord& r : log.best_per_workload_target())
-    if (r.target.kind == target) keys.insert(r.workload.key);
+    if (r.target.kind == target_kind_name(target)) keys.insert(r.workload.key);
   return keys;
 }
 
 void require_workload(const std::set<std::string>& keys, const std::string& key, const TuningLog& log,
-                      const std::string& target) {
+                      TargetKind target) {
   if (keys.count(key)) return;
   std::string known;
   for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
   throw InputError("unknown workload key '" + key + "': tuning log '" + log.path() + "' has no successful " +
-                   target + " record of it (workloads: " + (known.empty() ? "none" : known) + ")");
+                   target_kind_name(target) + " record of it (workloads: " + (known.empty() ? "none" : known) + ")");
 }
 
 // The samples of the log at args.db for args.target: only those of `workloads`, or all but those
 // when `exclude` (every sample when `workloads` is empty).
-LogSamples samples_of(const ModelArgs& args, const std::vector<std::string>& workloads, bool exclude) {
-  check_target(args.target);
+LogSamples samples_of(const CostModelArgs& args, const std::vector<std::string>& workloads, bool exclude) {
   TuningLog log = open_log(args.db);
   const std::set<std::string> known = workloads_of(log, args.target);
   for (const std::string& k : workloads) require_workload(known, k, log, args.target);
   LogSampleFilter filter;
-  filter.target_kind = args.target;
-  (exclude ? filter.exclude_workloads : filter.only_workloads) = std::set<std::string>(workloads.begin(), workloads.end());
+  filter.target = args.target;
+  (exclude ? filter.exclude_workloads : filter.only_workloads) =
+      std::set<std::string>(workloads.begin(), workloads.end());
   LogSamples s = samples_from_log(log, filter);
   for (const std::string& why : s.skipped) std::cerr << "warning: skipped " << why << "\n";
   if (s.samples.empty())
-    throw InputError("tuning log '" + log.path() + "' has no usable " + args.target + " records to learn from" +
+    throw InputError("tuning log '" + log.path() + "' has no usable " + target_kind_name(args.target) +
+                     " records to learn from" +
                      (exclude && !workloads.empty() ? " outside the excluded workloads" : ""));
   return s;
 }
 
 }  // namespace
 
-int cmd_model_train(const ModelArgs& args) {
+int cmd_costmodel_train(const CostModelArgs& args) {
   if (args.output.empty()) throw InputError("-o PATH (where to save the model) is required");
-  XGBoostModelOptions options;
-  options.objective = objective_from_name(args.objective, "--objective");
-  options.input = model_input_from_name(args.model_input, "--model-input", args.target == "cuda");
-  check_objective_fits_input(options.objective, options.input);
+  const CostModelChoice choice = args.config ? read_cost_model_config(*args.config) : CostModelChoice{};
+  if (choice.kind != CostModelKind::XGBoost) throw InputError("costmodel.kind: only an xgboost model can be trained");
   // Trained once on a whole log, a model can afford the better network: deepsets unless told.
-  const bool programs = options.input == XGBoostModelOptions::Input::Programs;
-  options.mlp = mlp_network_options(args.mlp_network.empty() && programs ? "deepsets" : args.mlp_network, "--mlp-network");
-  options.mlp_weight = resolve_mlp_weight(args.mlp_weight, options.input, options.mlp, "--mlp-weight");
-  if (!args.mlp_network.empty() && options.mlp_weight == 0)
-    throw InputError("--mlp-network " + args.mlp_network +
-                     " names the neural ranker of a programs model with a weight above 0; this model has none");
+  const XGBoostModelOptions options = new_model_options(choice, args.target, RankerNetwork::DeepSets, 0);
   if (options.mlp_weight > 0) blas::core_name();  // OpenBLAS missing: say so now, not after the trees
   LogSamples s = samples_of(args, args.exclude_workloads, true);
   std::set<std::string> groups;
@@ -102,7 +94,7 @@ int cmd_model_train(const ModelArgs& args) {
   return 0;
 }
 
-int cmd_model_eval(const ModelArgs& args) {
+int cmd_costmodel_eval(const CostModelArgs& args) {
   if (args.model.empty()) throw InputError("--model PATH is required");
   std::unique_ptr<XGBoostModel> model = XGBoostModel::load(args.model);
   LogSamples s = samples_of(args, args.holdout_workloads, false);

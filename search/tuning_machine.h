@@ -1,0 +1,33 @@
+// Where a tuning session measures: a measurer for each task and the target its records are filed
+// under. local_machine() is this machine (runner processes on its CPU or GPU); tests of the tuning
+// loop supply a machine whose timings they can predict.
+#pragma once
+
+#include <memory>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "database/tuning_log.h"
+#include "measure/measurer.h"
+#include "schedule/target_kind.h"
+
+namespace tessel {
+
+class TuningMachine {
+ public:
+  virtual ~TuningMachine() = default;
+  // A measurer of `dag`'s candidates (reference computed, runner started). Throws Error when the
+  // target cannot be measured here (no GPU, say).
+  virtual std::unique_ptr<CandidateMeasurer> measurer(const ComputeDAG& dag, const MeasureOptions& options) = 0;
+  // The target the records are filed under; known once a measurer has been made (a GPU's name and
+  // driver come from its runner).
+  virtual TargetInfo target() const = 0;
+};
+
+std::unique_ptr<TuningMachine> local_machine(TargetKind kind);
+
+// This machine's CPU as a tuning-log target (kind "llvm").
+TargetInfo host_llvm_target();
+// A GPU as a tuning-log target (kind "cuda").
+TargetInfo cuda_target(const CudaDeviceInfo& device);
+
+}  // namespace tessel

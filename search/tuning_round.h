@@ -1,0 +1,18 @@
+// One round of a tuning task:
+//
+//   propose (the default first, then the search's best-ranked new schedules) → build and run them →
+//   record every result in the log (one transaction) → tell the search and the cost model →
+//   re-time the leaders
+//
+// A round whose search has no new schedule left settles the task's leaders and ends the task.
+#pragma once
+
+#include "search/tuning_task.h"
+
+namespace tessel {
+
+// Runs one round; false when there was nothing left to measure (the task is then done). `index`:
+// the task's place in the session, for the build-progress callback.
+bool run_round(TuningTask& task, const SessionContext& session, size_t index);
+
+}  // namespace tessel

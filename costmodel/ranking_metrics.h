@@ -1,5 +1,5 @@
-// How well scores rank measured programs within their tasks: the numbers `tessel model eval` prints
-// and the tests hold the model to.
+// How well scores rank measured programs within their tasks: the numbers a cost model's evaluation
+// reports and the tests hold the model to.
 #pragma once
 
 #include <cstdint>

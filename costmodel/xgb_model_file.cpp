@@ -100,10 +100,10 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
   try {
     file = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::exception&) {
-    throw InputError("'" + path + "' is not a tessel cost model (not JSON); train one with `tessel model train`");
+    throw InputError("'" + path + "' is not a tessel cost model (not JSON); train one from a tuning log");
   }
   if (!file.is_object() || file.value("format", "") != kFileFormat)
-    throw InputError("'" + path + "' is not a tessel cost model; train one with `tessel model train`");
+    throw InputError("'" + path + "' is not a tessel cost model; train one from a tuning log");
   try {
     if (file.at("format_version").get<int>() > kFileVersion)
       throw InputError("cost model '" + path + "' comes from a newer tessel (format version " +
@@ -113,7 +113,7 @@ std::unique_ptr<XGBoostModel> XGBoostModel::load(const std::string& path) {
       throw InputError("cost model '" + path + "' was trained on features version " + std::to_string(version) +
                        " (width " + std::to_string(width) + "), this tessel extracts version " +
                        std::to_string(kFeatureVersion) + " (width " + std::to_string(feature_width()) +
-                       "); retrain it with `tessel model train`");
+                       "); retrain it from its tuning log");
     XGBoostModelOptions options;
     try {
       options = options_from_json(file.at("options"));

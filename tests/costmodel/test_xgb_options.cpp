@@ -70,7 +70,7 @@ TEST_CASE("neural-ranker designs by name", "[costmodel][options]") {
   CHECK(default_mlp_weight(Input::Pairs, *mlp_network_named("summary")) == 0.0);
 }
 
-TEST_CASE("pack-sum cannot train a pairs model; every other objective fits every input", "[costmodel][options]") {
+TEST_CASE("pack-sum cannot train a pairs model, every other objective fits every input", "[costmodel][options]") {
   for (Objective o : {Objective::Rank, Objective::PackSum})
     for (Input i : {Input::Rows, Input::Programs, Input::Pairs}) {
       INFO(objective_name(o) << " " << model_input_name(i));

@@ -92,40 +92,4 @@ double default_mlp_weight(XGBoostModelOptions::Input input, const MlpOptions& ne
   return network.encoder > 0 ? kDeepsetsMlpWeight : kSummaryMlpWeight;
 }
 
-// --- deprecated: messages built from the caller's setting name ------------------------------------
-
-XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what) {
-  if (auto objective = objective_named(name)) return *objective;
-  throw InputError(what + ": unknown cost-model objective '" + name + "' (rank or packsum)");
-}
-
-XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu) {
-  if (name.empty()) return default_model_input(gpu);
-  if (auto input = model_input_named(name)) return *input;
-  throw InputError(what + ": unknown cost-model input '" + name + "' (rows, programs or pairs)");
-}
-
-MlpOptions mlp_network_options(const std::string& name, const std::string& what) {
-  if (name.empty()) return MlpOptions{};
-  if (auto network = mlp_network_named(name)) return *network;
-  throw InputError(what + " must be summary or deepsets, not '" + name + "'");
-}
-
-double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const MlpOptions& network,
-                          const std::string& what) {
-  if (given < 0) return default_mlp_weight(input, network);
-  if (!std::isfinite(given)) throw InputError(what + " must be a finite number");
-  if (given > 0 && input != XGBoostModelOptions::Input::Programs)
-    throw InputError(what + " blends a neural ranker into a model of program summaries; the '" +
-                     model_input_name(input) + "' input has none (use --model-input programs or " + what + " 0)");
-  return given;
-}
-
-void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input) {
-  if (!objective_fits_input(objective, input))
-    throw InputError(
-        "--objective packsum cannot train --model-input pairs: a pairs model learns which of two "
-        "programs is faster, not a score per program (use --objective rank)");
-}
-
 }  // namespace tessel

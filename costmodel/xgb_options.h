@@ -90,23 +90,4 @@ std::string mlp_network_name(const MlpOptions& o);
 // but for programs, there 1 for a network of the summary alone and 2 for one with a row encoder.
 double default_mlp_weight(XGBoostModelOptions::Input input, const MlpOptions& network);
 
-// Deprecated: the versions below take the name of the caller's setting (`what`, e.g. a command-line
-// flag) to build their InputError messages; they remain until every caller uses the flag-free
-// versions above.
-
-// "rank" or "packsum"; throws InputError naming `what` for another name.
-XGBoostModelOptions::Objective objective_from_name(const std::string& name, const std::string& what);
-// "rows", "programs" or "pairs"; throws InputError naming `what` for another name. An empty name gives the
-// target's default (default_model_input).
-XGBoostModelOptions::Input model_input_from_name(const std::string& name, const std::string& what, bool gpu);
-// `given` below 0: the default; else `given`, which must be 0 for any input but programs
-// (InputError naming `what`).
-double resolve_mlp_weight(double given, XGBoostModelOptions::Input input, const MlpOptions& network,
-                          const std::string& what);
-// "summary" (or "", the default) and "deepsets" (mlp_network_named); throws InputError naming `what`
-// for another name.
-MlpOptions mlp_network_options(const std::string& name, const std::string& what);
-// Throws InputError when the objective cannot train the input (objective_fits_input).
-void check_objective_fits_input(XGBoostModelOptions::Objective objective, XGBoostModelOptions::Input input);
-
 }  // namespace tessel

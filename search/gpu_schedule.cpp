@@ -340,15 +340,27 @@ class GpuScheduler {
         else apply(compute_inline_step(op.name));
       }
     }
-    const Operation& c = state().op(compute);
-    std::vector<Expr> reads = tensor_reads(c.body);
-    int rank = static_cast<int>(c.axes.size());
-    auto [u, v] = contraction_axes(c);
-    // Output: [others (blockIdx.z), u.0 (blockIdx.y), v.0 (blockIdx.x), u.1 (threadIdx.y),
-    //          v.1 (threadIdx.x), u.2, v.2].
-    std::vector<std::string> axes = leaves(out.name);
-    std::vector<std::string> others, blocks, threads, regs;
+    const std::vector<Expr> reads = tensor_reads(state().op(compute).body);
+    const OutputTiles tiles = tile_output(out.name, compute);
+    const std::string k0 = tile_thread(compute);
+    stage_operands(reads, compute, k0, tiles);
+  }
+
+  // How the output was tiled: thread counts along v (x) and u (y, when there is one).
+  struct OutputTiles {
     int64_t tx = 1, ty = 1;
+    bool has_u = false;
+  };
+
+  // Output: [others (blockIdx.z), u.0 (blockIdx.y), v.0 (blockIdx.x), u.1 (threadIdx.y),
+  //          v.1 (threadIdx.x), u.2, v.2]; the contraction computed at the thread's tile.
+  OutputTiles tile_output(const std::string& out, const std::string& compute) {
+    const Operation& c = state().op(compute);
+    const int rank = static_cast<int>(c.axes.size());
+    auto [u, v] = contraction_axes(c);
+    std::vector<std::string> axes = leaves(out);
+    std::vector<std::string> others, blocks, threads, regs;
+    OutputTiles tiles;
     for (int a = 0; a < rank; ++a) {
       const std::string& ax = axes[a];
       if (a != u && a != v) {
@@ -357,29 +369,33 @@ class GpuScheduler {
       }
       int64_t tile = a == v ? k_.block_cols : k_.block_rows, reg = a == v ? k_.thread_cols : k_.thread_rows;
       int64_t t = std::max<int64_t>(1, tile / reg);
-      apply(split_step(out.name, ax, {t, reg}));
+      apply(split_step(out, ax, {t, reg}));
       blocks.push_back(ax + ".0");
       threads.push_back(ax + ".1");
       regs.push_back(ax + ".2");
-      (a == v ? tx : ty) = t;
+      (a == v ? tiles.tx : tiles.ty) = t;
     }
     std::vector<std::string> order = others;
     for (auto* group : {&blocks, &threads, &regs}) order.insert(order.end(), group->begin(), group->end());
-    apply(reorder_step(out.name, order));
+    apply(reorder_step(out, order));
     std::string z = others.empty() ? "" : others[0];
-    if (others.size() > 1 && apply(fuse_step(out.name, others))) z = leaves(out.name)[0];
-    if (!z.empty()) apply(annotate_step(out.name, z, Annotation::BlockZ));
-    bool has_u = blocks.size() == 2;
-    apply(annotate_step(out.name, blocks.back(), Annotation::BlockX));
-    apply(annotate_step(out.name, threads.back(), Annotation::ThreadX));
-    if (has_u) {
-      apply(annotate_step(out.name, blocks.front(), Annotation::BlockY));
-      apply(annotate_step(out.name, threads.front(), Annotation::ThreadY));
+    if (others.size() > 1 && apply(fuse_step(out, others))) z = leaves(out)[0];
+    if (!z.empty()) apply(annotate_step(out, z, Annotation::BlockZ));
+    tiles.has_u = blocks.size() == 2;
+    apply(annotate_step(out, blocks.back(), Annotation::BlockX));
+    apply(annotate_step(out, threads.back(), Annotation::ThreadX));
+    if (tiles.has_u) {
+      apply(annotate_step(out, blocks.front(), Annotation::BlockY));
+      apply(annotate_step(out, threads.front(), Annotation::ThreadY));
     }
-    for (const std::string& r : regs) apply(annotate_step(out.name, r, Annotation::Unroll));
-    apply(compute_at_step(compute, out.name, threads.back()));
+    for (const std::string& r : regs) apply(annotate_step(out, r, Annotation::Unroll));
+    apply(compute_at_step(compute, out, threads.back()));
+    return tiles;
+  }
 
-    // The per-thread tile: [k.0, other reductions, k.1, spatial (unrolled)].
+  // The per-thread tile: [k.0, other reductions, k.1, spatial (unrolled)]. Returns the loop the
+  // operands are staged at (k.0, or k when it does not split).
+  std::string tile_thread(const std::string& compute) {
     const Stage& cs = state().stage(compute);
     std::vector<std::string> spatial, reduce;
     for (int a = 0; a < cs.num_roots; ++a) (a < cs.num_spatial_roots ? spatial : reduce).push_back(cs.vars[a].name);
@@ -397,8 +413,12 @@ class GpuScheduler {
     apply(reorder_step(compute, corder));
     for (const std::string& sp : spatial) apply(annotate_step(compute, sp, Annotation::Unroll));
     if (k_.unroll_max_step) apply(pragma_step(compute, corder.front(), "auto_unroll_max_step", k_.unroll_max_step));
+    return k0;
+  }
 
-    // Operands staged in shared memory, fetched cooperatively by all threads of the block.
+  // Operands staged in shared memory, fetched cooperatively by all threads of the block.
+  void stage_operands(const std::vector<Expr>& reads, const std::string& compute, const std::string& k0,
+                      const OutputTiles& tiles) {
     std::vector<std::string> tensors;
     for (const Expr& r : reads)
       if (std::find(tensors.begin(), tensors.end(), r->name) == tensors.end()) tensors.push_back(r->name);
@@ -414,15 +434,15 @@ class GpuScheduler {
       // tile's rows are aligned; element by element otherwise, still correct).
       int64_t vec = k_.fetch_vector > 1 && extent(shared, f) % k_.fetch_vector == 0 ? k_.fetch_vector : 1;
       std::vector<int64_t> lengths;
-      if (has_u) lengths.push_back(ty);
-      lengths.push_back(tx);
+      if (tiles.has_u) lengths.push_back(tiles.ty);
+      lengths.push_back(tiles.tx);
       if (vec > 1) lengths.push_back(vec);
       if (apply(split_step(shared, f, lengths))) {
         int level = 1;
-        if (has_u) apply(annotate_step(shared, f + "." + std::to_string(level++), Annotation::ThreadY));
+        if (tiles.has_u) apply(annotate_step(shared, f + "." + std::to_string(level++), Annotation::ThreadY));
         apply(annotate_step(shared, f + "." + std::to_string(level++), Annotation::ThreadX));
         if (vec > 1) apply(annotate_step(shared, f + "." + std::to_string(level), Annotation::Vectorize));
-      } else if (apply(split_step(shared, f, {tx}))) {
+      } else if (apply(split_step(shared, f, {tiles.tx}))) {
         apply(annotate_step(shared, f + ".1", Annotation::ThreadX));
       }
     }

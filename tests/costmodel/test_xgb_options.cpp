@@ -88,15 +88,3 @@ TEST_CASE("pack-sum cannot train a pairs model, every other objective fits every
   o.input = Input::Programs;
   CHECK(options_in_range(o));
 }
-
-TEST_CASE("the versions that name the caller's setting agree with the flag-free ones", "[costmodel][options]") {
-  CHECK(objective_from_name("packsum", "x") == *objective_named("packsum"));
-  CHECK(model_input_from_name("pairs", "x", false) == *model_input_named("pairs"));
-  CHECK(model_input_from_name("", "x", true) == default_model_input(true));
-  CHECK(mlp_network_name(mlp_network_options("deepsets", "x")) == "deepsets");
-  CHECK(mlp_network_name(mlp_network_options("", "x")) == "summary");
-  CHECK_THROWS_AS(objective_from_name("pairwise", "x"), InputError);
-  CHECK_THROWS_AS(mlp_network_options("mlp", "x"), InputError);
-  CHECK(resolve_mlp_weight(-1, Input::Programs, *mlp_network_named("summary"), "x") == 1.0);
-  CHECK_THROWS_AS(resolve_mlp_weight(1, Input::Rows, *mlp_network_named("summary"), "x"), InputError);
-}

@@ -2,7 +2,7 @@
 // rather than linked, so that its kernels can be chosen before it loads. OpenBLAS picks its kernels by
 // CPU model when it loads; the 0.3.21 of Debian 12 takes a CPU it does not know (the H100 host's Xeon,
 // family 6 model 207) for a Prescott and runs SSE3 kernels, 2.5 times slower than its AVX-512 ones
-// there (experiments/results/costmodel_gpu_2026-11-22/session20/). Unless OPENBLAS_CORETYPE is set,
+// there. Unless OPENBLAS_CORETYPE is set,
 // tessel sets it from the CPU's features for the load (and unsets it after, so that no child process
 // inherits it): SkylakeX with AVX-512 (F, BW, DQ, VL), Haswell with AVX2 and FMA, else OpenBLAS's own
 // choice. A load that fails throws Error, then and on every later call.

@@ -3,8 +3,7 @@
 // units and one score, trained with the same pairwise logistic loss as the trees' rank objective
 // (every pair of one group whose labels differ, each group's pairs scaled by 1/(n - 1)). Held out on
 // the H100 log it ranks better than the trees alone and better still added to them, the two making
-// different mistakes (experiments/results/costmodel_gpu_2026-11-22/session18/ and session19/). A
-// batch's layers are matrix products through OpenBLAS (cblas_sgemm), threaded by it.
+// different mistakes (experiments/results/costmodel/README.md). A batch's layers are matrix products through OpenBLAS (cblas_sgemm), threaded by it.
 #pragma once
 
 #include <cstdint>

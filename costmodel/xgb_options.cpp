@@ -12,8 +12,8 @@ namespace tessel {
 namespace {
 
 // A new programs model's neural-ranker weight (default_mlp_weight): the summary network's, and the
-// deepsets network's (held out on the H100 log at weights 1, 1.5, 2 and 3 the blend ranked 0.847, 0.849,
-// 0.849 and 0.849 pairwise: experiments/results/costmodel_gpu_2026-11-22/session19/ensembles.txt).
+// deepsets network's (held out on the 654-workload H100 log at weights 1, 1.5, 2 and 3 the blend ranked
+// 0.847, 0.849, 0.849 and 0.849 pairwise).
 constexpr double kSummaryMlpWeight = 1.0;
 constexpr double kDeepsetsMlpWeight = 2.0;
 

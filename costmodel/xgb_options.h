@@ -28,8 +28,7 @@ struct XGBoostModelOptions {
   //         Only the order within a group is learned: no group's offset or scale to fit.
   // Rank is the default: the search uses the scores only to order candidates, and on the 8-workload
   // CPU log it ranks better than PackSum both on held-out workloads (pairwise 0.682 vs 0.647) and
-  // trained on half of a workload's own records (0.808 vs 0.798), for about 2.4x the training time
-  // (experiments/results/costmodel_transfer_2026-11-22.md).
+  // trained on half of a workload's own records (0.808 vs 0.798), for about 2.4x the training time.
   enum class Objective { PackSum, Rank };
   Objective objective = Objective::Rank;
   // What the trees score: every store row of a program, summed into its score (Ansor's design),
@@ -71,8 +70,7 @@ const char* model_input_name(XGBoostModelOptions::Input input);
 std::optional<XGBoostModelOptions::Input> model_input_named(std::string_view name);
 // The input a new model gets by default: Programs on the GPU, Rows on the CPU. Held out on the
 // 69-workload H100 log, programs rank 0.792 pairwise / 0.414 top-5% recall against rows' 0.762 /
-// 0.320; on the 8-workload CPU log 0.674 / 0.058 against 0.682 / 0.104
-// (experiments/results/costmodel_gpu_2026-11-22/README.md, "Session 10").
+// 0.320; on the 8-workload CPU log 0.674 / 0.058 against 0.682 / 0.104.
 XGBoostModelOptions::Input default_model_input(bool gpu);
 
 // Pack-sum fits one score per program, which a pairs model does not have; every other pair fits.

@@ -46,7 +46,7 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module& module, const LLVMOptions& options)
   // A multiply feeding an add may fuse into one FMA (one rounding instead of two), as C compilers
   // allow by default (-ffp-contract=on) and NVRTC does for the CUDA backend (--fmad=true): without
   // it a multiply-accumulate costs two instructions and a longer dependence chain (on AVX2 the
-  // tuned matmul 1024^3 went from fmul + fadd to vfmadd, experiments/results/tune_cpu_2026-11-23).
+  // tuned matmul 1024^3 goes from fmul + fadd to vfmadd).
   // Results stay within the reference interpreter's tolerance; nothing else is relaxed.
   llvm::FastMathFlags flags;
   if (options_.fast_math) flags = llvm::FastMathFlags::getFast();

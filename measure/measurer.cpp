@@ -11,6 +11,7 @@
 
 #include "measure/artifact.h"
 #include "measure/timer.h"
+#include "measure/work_dir.h"
 #include "measure/workload_data.h"
 #include "schedule/te/error.h"
 
@@ -18,12 +19,6 @@ namespace tessel {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string make_work_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "tessel-measure-XXXXXX").string();
-  if (!mkdtemp(pattern.data())) throw Error("cannot create a work directory under " + pattern);
-  return pattern;
-}
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -52,19 +47,20 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
   if (options_.runner_path.empty()) options_.runner_path = default_runner_path();
   options_.run.budget_s = std::min(options_.run.budget_s, options_.run_timeout_s * 0.5);
 
-  work_dir_ = make_work_dir();
+  work_dir_ = std::make_unique<WorkDir>();
+  const std::string& dir = work_dir_->path();
   try {
     HostTensors inputs = make_random_inputs(dag_, options_.input_seed);
-    write_workload_data(work_dir_ + "/workload.data", dag_, inputs, evaluate_reference(dag_, inputs));
+    write_workload_data(dir + "/workload.data", dag_, inputs, evaluate_reference(dag_, inputs));
 
     RunnerOptions r;
     r.executable = options_.runner_path;
     r.target = options_.target;
-    r.workload_path = work_dir_ + "/workload.data";
+    r.workload_path = dir + "/workload.data";
     r.threads = options_.threads;
     r.pin = options_.pin;
     r.timeout_s = options_.run_timeout_s;
-    r.log_path = work_dir_ + "/runner.log";
+    r.log_path = dir + "/runner.log";
     runner_ = std::make_unique<RunnerClient>(r);
     nlohmann::json hello = nlohmann::json::parse(runner_->start());
     if (options_.target == TargetKind::Cuda) device_ = device_info_from_json(hello.at("device").dump());
@@ -89,8 +85,7 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
     settings_json_ = settings.dump();
   } catch (...) {
     runner_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(work_dir_, ec);
+    work_dir_.reset();
     throw;
   }
 }
@@ -105,9 +100,8 @@ void Measurer::set_run_timeout(double seconds) {
 }
 
 Measurer::~Measurer() {
-  runner_.reset();
-  std::error_code ec;
-  std::filesystem::remove_all(work_dir_, ec);
+  runner_.reset();  // before the folder it reads goes
+  work_dir_.reset();
 }
 
 std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candidates,
@@ -134,7 +128,7 @@ std::vector<MeasureResult> Measurer::measure(const std::vector<Candidate>& candi
   b.device = options_.target == TargetKind::Cuda ? device_ : CudaDeviceInfo{};
   b.jobs = options_.builders;
   b.timeout_s = options_.build_timeout_s;
-  b.work_dir = work_dir_;
+  b.work_dir = work_dir_->path();
   auto t0 = Clock::now();
   size_t built = 0;
   std::vector<BuildResult> builds = build_candidates(dag_, tasks, b, [&](size_t task, const BuildResult& r) {

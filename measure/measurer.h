@@ -19,6 +19,7 @@
 #include "measure/builder.h"
 #include "measure/run_settings.h"
 #include "measure/runner_client.h"
+#include "measure/work_dir.h"
 
 namespace tessel {
 
@@ -102,7 +103,7 @@ class Measurer : public CandidateMeasurer {
  private:
   ComputeDAG dag_;
   MeasureOptions options_;
-  std::string work_dir_;
+  std::unique_ptr<WorkDir> work_dir_;
   std::unique_ptr<RunnerClient> runner_;
   CudaDeviceInfo device_;
   std::string settings_json_;

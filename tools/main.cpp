@@ -2,6 +2,8 @@
 // 1 a check failed, 2 bad input (with a message that starts with `error:`).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <iostream>
 
 #include "schedule/te/error.h"
@@ -25,6 +27,27 @@ void add_target_option(CLI::App* cmd, tessel::TargetKind& target) {
       ->check([](const std::string& name) {
         return tessel::target_kind_named(name) ? std::string() : "unknown target '" + name + "' (llvm or cuda)";
       });
+}
+
+// A finite number above 0 and at most `max` (CLI11's own range checks let NaN through).
+CLI::Validator positive_up_to(double max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        size_t used = 0;
+        double value = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(value) || value <= 0 || value > max) {
+          std::ostringstream out;
+          out << "'" << text << "' is not a number above 0 and at most " << max;
+          return out.str();
+        }
+        return {};
+      },
+      "POSITIVE");
 }
 
 bool is_cuda(tessel::TargetKind target) { return target == tessel::TargetKind::Cuda; }
@@ -83,7 +106,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--threads", run.threads, "worker threads, 1 to 1024 (default: every core)")
       ->check(CLI::Range(1, 1024));
   run_cmd->add_option("--min-time", run.min_time_s, "seconds of samples to collect (default 0.2 CPU, 0.05 GPU)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(3600));
   run_cmd->add_option("--db", run.db, "tuning log (SQLite) for --record / --best");
   run_cmd->add_flag("--record", run.record, "append the measurement to the tuning log (implies --check)");
   run_cmd->add_flag("--best", run.best, "run the best schedule recorded in the tuning log");
@@ -103,13 +126,13 @@ int main(int argc, char** argv) {
   measure_cmd->add_option("--builders", measure.builders, "parallel builds (default: every core)")
       ->check(CLI::Range(1, 256));
   measure_cmd->add_option("--build-timeout", measure.build_timeout_s, "seconds per build (default 15)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(86400));
   measure_cmd->add_option("--run-timeout", measure.run_timeout_s, "seconds for a candidate's checked run (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(86400));
   measure_cmd
       ->add_option("--min-time-ms", measure.min_time_ms,
                    "milliseconds of samples per candidate (default 100 CPU, 50 GPU)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(1e6));
   measure_cmd->add_option("--threads", measure.threads, "llvm: kernel threads (default: every core)")
       ->check(CLI::Range(1, 1024));
   measure_cmd->add_flag("!--no-pin", measure.pin, "llvm: do not pin kernel threads to cores");
@@ -137,7 +160,7 @@ int main(int argc, char** argv) {
   tune_cmd
       ->add_option("--time-budget-s", tune.time_budget_s,
                    "stop after the round that passes this many seconds (then re-time the leaders still owed timings)")
-      ->check(CLI::Range(1e-3, 1e9));
+      ->check(positive_up_to(1e9));
   tune_cmd->add_option("--config", tune.config,
                        "tuning config (JSON): cost model, search and re-timing settings (docs/tuning_config.md)");
   tune_cmd->add_option("--model", tune.model, "pre-trained cost model to start from (tessel costmodel train)");
@@ -149,7 +172,7 @@ int main(int argc, char** argv) {
       ->add_option_function<double>(
           "--min-time-ms", [&tune](double ms) { tune.min_time_s = ms * 1e-3; },
           "milliseconds of samples per candidate (default 100 CPU, 50 GPU)")
-      ->check(CLI::Range(1e-3, 1e6));
+      ->check(positive_up_to(1e6));
   tune_cmd->add_flag("!--no-flush-l2", tune.flush_l2,
                      "cuda: time without an L2 flush before every sample (as a CUDA-graph replay runs); "
                      "a log keeps one setting per workload and target");
@@ -181,7 +204,7 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--case", demo.cases, "a case to tune (repeatable; default: a representative few)");
   demo_cmd->add_option("--trials", demo.trials, "trials per case (default 64)")->check(CLI::PositiveNumber);
   demo_cmd->add_option("--time-budget-s", demo.time_budget_s, "stop after this many seconds (default 110)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(1e9));
   demo_cmd->add_option("--db", demo.db, "keep the tuning log here (default: a temporary one)");
 
   tessel::ScheduleArgs sched;

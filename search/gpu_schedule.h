@@ -1,8 +1,9 @@
 // GPU schedules: the default per op template structure, and seeded random ones built from the same
 // patterns with sampled decisions (thread counts, tile sizes, vector widths, where stages live).
 //  - elementwise: all axes fused, split into blocks x threads x vector lanes.
-//  - row reduction: one block per row; each reduction rfactored into per-thread partial results in
-//    shared memory, combined by every thread into a register (no atomics, no warp intrinsics).
+//  - row reduction: one block per row; each reduction rfactored into per-thread partial results,
+//    combined across the block's threads (warp shuffles, then shared memory between warps; no
+//    atomics).
 //  - contraction: Ansor's GPU multi-level tiling: block tile (blockIdx) x thread tile (threadIdx)
 //    x register tile (cache_write local), reduction split with both operands staged through shared
 //    memory by a cooperative fetch of all the block's threads.

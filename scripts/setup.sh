@@ -12,6 +12,8 @@ packages=(
   catch2
   libcli11-dev
   libopenblas-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  python3-torch python3-torchvision python3-onnx python3-numpy
   patchelf
 )
 

@@ -78,7 +78,8 @@ class CandidateMeasurer {
 class Measurer : public CandidateMeasurer {
  public:
   // Computes the reference, writes it for the runners and starts the runner. Throws Error when the
-  // target cannot be measured here (e.g. "no CUDA device: ..."), InputError for bad options.
+  // runner cannot start, InputError for bad options and for a target whose device this machine does
+  // not have ("no CUDA device: ...").
   Measurer(const ComputeDAG& dag, MeasureOptions options);
   ~Measurer() override;
   Measurer(const Measurer&) = delete;

@@ -47,6 +47,7 @@ const std::string& RunnerClient::start() {
   std::string line;
   ChildProcess::ReadStatus status = child_.read_line(line, kStartTimeoutS);
   std::string why;
+  bool no_device = false;
   if (status == ChildProcess::ReadStatus::Line) {
     try {
       nlohmann::json hello = nlohmann::json::parse(line);
@@ -55,6 +56,7 @@ const std::string& RunnerClient::start() {
         return hello_;
       }
       why = hello.value("error", "not ready");
+      no_device = hello.value("no_device", false);
     } catch (const nlohmann::json::exception&) {
       why = "unreadable hello: " + line;
     }
@@ -63,7 +65,11 @@ const std::string& RunnerClient::start() {
   }
   child_.kill_and_reap();
   std::string tail = file_tail(options_.log_path, kLogTail);
-  throw Error(std::string("the ") + target_kind_name(options_.target) + " runner cannot start: " + why + (tail.empty() ? "" : " (" + tail + ")"));
+  std::string message = std::string("the ") + target_kind_name(options_.target) + " runner cannot start: " + why +
+                        (tail.empty() ? "" : " (" + tail + ")");
+  // Measuring on a GPU this machine does not have is a usage problem, as it is for `tessel run`.
+  if (no_device) throw InputError(message);
+  throw Error(message);
 }
 
 RunOutcome RunnerClient::lost_worker(ErrorCode code, const std::string& what) {

@@ -38,7 +38,8 @@ class RunnerClient {
   RunnerClient& operator=(const RunnerClient&) = delete;
 
   // Starts the worker if it is not running and returns its hello line (JSON). Throws Error with the
-  // worker's reason when it cannot serve (no GPU, missing executable, bad workload file).
+  // worker's reason when it cannot serve (missing executable, bad workload file), InputError when
+  // the target's device is not on this machine (no GPU).
   const std::string& start();
   RunOutcome run(const std::string& artifact_path, const RunSettings& settings);
   // Times the worker was (re)started.

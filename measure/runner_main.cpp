@@ -179,7 +179,7 @@ class CudaBackend : public Backend {
   CudaBackend() { rt_ = CudaRuntime::get(&why_); }
 
   Json hello() override {
-    if (!rt_) return {{"ready", false}, {"error", "no CUDA device: " + why_}};
+    if (!rt_) return {{"ready", false}, {"no_device", true}, {"error", "no CUDA device: " + why_}};
     return {{"ready", true}, {"device", Json::parse(device_info_to_json(rt_->device()))}};
   }
 

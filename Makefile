@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithInfoAndAsserts
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test test-sanitize bundle bench clean
+.PHONY: all setup configure build demo test test-gpu test-sanitize bundle bench clean
 
 all: build
 
@@ -25,8 +25,21 @@ build: configure
 demo: build
 	$(BUILD)/tools/tessel demo --suite suites/operators.json
 
+# Every test has its own CTest timeout (tests/CMakeLists.txt). Tests that need a GPU are reported as
+# skipped on a machine without one.
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j2 --timeout 900
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# On a GPU host: the tests tagged [gpu] (CUDA kernels, the GPU measurement harness), run by their
+# programs directly, so that a skip (no usable GPU) fails this target. The bundle's bin/test-gpu
+# runs the same tests where there is no build.
+GPU_TESTS = tests/cuda/test_cuda tests/measure/test_measure
+test-gpu: build
+	@status=0; for t in $(GPU_TESTS); do \
+	  $(BUILD)/$$t "[gpu]"; rc=$$?; \
+	  if [ $$rc -eq 77 ]; then echo "test-gpu: $$t skipped its GPU tests: no usable GPU here" >&2; status=1; \
+	  elif [ $$rc -ne 0 ]; then echo "test-gpu: $$t failed" >&2; status=1; fi; \
+	done; exit $$status
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:

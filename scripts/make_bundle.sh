@@ -14,7 +14,7 @@ command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithInfoAndAsserts -DTESSEL_STATIC_LLVM=ON \
   -DCMAKE_CXX_FLAGS_RELWITHINFOANDASSERTS="-O2" >/dev/null
 targets=(tessel tessel-runner ${BUNDLE_EXTRA:-})  # BUNDLE_EXTRA: more targets, e.g. transfer_eval
-for t in test_cuda; do  # the GPU tests; CPU tests run where the build is
+for t in test_cuda test_measure; do  # the GPU tests (bin/test-gpu); CPU tests run where the build is
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=("$t")
 done
 cmake --build "$BUILD" --target "${targets[@]}"
@@ -44,11 +44,34 @@ done
 for b in "$OUT"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$b"; done
 for l in "$OUT"/lib/*; do patchelf --set-rpath '$ORIGIN' "$l" 2>/dev/null || true; done
 
+# The tests tagged [gpu] of the test programs carried, run on the GPU host; a skip (no usable GPU)
+# fails it like a failing test.
+cat > "$OUT/bin/test-gpu" <<'SH'
+#!/bin/sh
+# Runs the bundle's GPU tests (tagged [gpu]); exits 1 when one fails or is skipped (no usable GPU).
+cd "$(dirname "$0")" || exit 1
+status=0
+ran=0
+for t in test_cuda test_measure; do
+  [ -x "$t" ] || continue
+  ran=$((ran + 1))
+  ./"$t" "[gpu]"
+  rc=$?
+  if [ $rc -eq 77 ]; then echo "test-gpu: $t skipped its GPU tests: no usable GPU here" >&2; status=1
+  elif [ $rc -ne 0 ]; then echo "test-gpu: $t failed" >&2; status=1; fi
+done
+[ $ran -gt 0 ] || { echo "test-gpu: no GPU test programs in this bundle" >&2; exit 1; }
+[ $status -eq 0 ] && echo "test-gpu: every GPU test passed"
+exit $status
+SH
+chmod +x "$OUT/bin/test-gpu"
+
 cp suites/operators.json "$OUT/"
 [ -f ../shared/bench/torch_baselines.py ] && cp ../shared/bench/torch_baselines.py "$OUT/"
 cp -r experiments/schedules "$OUT/schedules"
 cat > "$OUT/README" <<'TXT'
-tessel bundle: bin/tessel (LLVM static), bin/tessel-runner, test binaries, lib/ (carried shared libraries).
+tessel bundle: bin/tessel (LLVM static), bin/tessel-runner, test binaries and bin/test-gpu (runs their GPU
+tests), lib/ (carried shared libraries).
 Needs on the host: glibc, the NVIDIA driver (libcuda.so.1) and NVRTC (libnvrtc.so, from the CUDA toolkit).
 TXT
 du -sh "$OUT"

@@ -1,5 +1,5 @@
 // Hand-built GPU loop nests shared by the CUDA printer and runtime tests, and helpers that skip a
-// test with a warning when NVRTC or a CUDA device is missing.
+// test (reported as skipped, tests/skip.h) when NVRTC or a CUDA device is missing.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 
 #include "codegen/cuda/cuda_backend.h"
 #include "schedule/te/error.h"
+#include "tests/skip.h"
 
 namespace tessel::cuda_testing {
 
@@ -155,7 +156,7 @@ inline LoweredFunc two_kernels(int64_t n = 512) {
   return f;
 }
 
-// Compiles for sm_90; false (with a warning) when NVRTC cannot be loaded on this machine.
+// Compiles for sm_90; false, with the test marked skipped, when NVRTC cannot be loaded here.
 inline bool compile_or_skip(const CudaProgram& program, std::vector<char>* cubin = nullptr) {
   try {
     std::vector<char> out = nvrtc_compile(program, "sm_90");
@@ -167,16 +168,16 @@ inline bool compile_or_skip(const CudaProgram& program, std::vector<char>* cubin
   } catch (const Error& e) {
     std::string message = e.what();
     if (message.rfind("NVRTC not available", 0) != 0) throw;
-    WARN("skipped: " << message);
+    tessel_test::skip_test(message);
     return false;
   }
 }
 
-// The runtime, or nullptr after a warning when this machine has no usable GPU.
+// The runtime, or nullptr with the test marked skipped when this machine has no usable GPU.
 inline CudaRuntime* runtime_or_skip() {
   std::string why;
   CudaRuntime* rt = CudaRuntime::get(&why);
-  if (!rt) WARN("skipped: " << why);
+  if (!rt) tessel_test::skip_test(why);
   return rt;
 }
 

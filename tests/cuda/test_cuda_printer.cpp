@@ -253,6 +253,6 @@ TEST_CASE("an NVRTC failure reports the log and the offending line", "[cuda][nvr
   } catch (const Error& e) {
     std::string message = e.what();
     REQUIRE_THAT(message, Catch::Matchers::StartsWith("NVRTC not available"));
-    WARN("skipped: " << message);
+    tessel_test::skip_test(message);
   }
 }

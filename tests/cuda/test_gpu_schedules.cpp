@@ -9,12 +9,14 @@
 #include "schedule/lower/lower.h"
 #include "search/gpu_schedule.h"
 #include "search/schedule_patterns.h"
+#include "tests/skip.h"
 
 using namespace tessel;
 
 namespace {
 
-bool nvrtc_available() {
+// Whether NVRTC compiles here; when it does not, the calling test is marked skipped.
+bool nvrtc_or_skip() {
   static int state = -1;
   if (state < 0) {
     try {
@@ -26,14 +28,12 @@ bool nvrtc_available() {
       state = 0;
     }
   }
+  if (state != 1) tessel_test::skip_test("NVRTC not available on this machine");
   return state == 1;
 }
 
 void compile_schedules(const std::string& op, const OpParams& params) {
-  if (!nvrtc_available()) {
-    WARN("skipped: NVRTC not available on this machine");
-    return;
-  }
+  if (!nvrtc_or_skip()) return;
   ComputeDAG dag = build_op(op, params);
   int compiled = 0;
   for (uint64_t seed = 0; seed <= 100; ++seed) {
@@ -120,7 +120,7 @@ TEST_CASE("a reduction bound to threadIdx.x lowers to a combine across threads",
     INFO(ir);
     CHECK(ir.find("allreduce_max(over threadIdx.x, 32)") != std::string::npos);
     CHECK(ir.find("allreduce_sum(over threadIdx.x, 32)") != std::string::npos);
-    if (!nvrtc_available()) return;
+    if (!nvrtc_or_skip()) return;
     CudaBuild b = build_cuda_kernel(dag, t, "sm_90");
     INFO(b.program.source);
     CHECK(b.program.source.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos);
@@ -129,14 +129,14 @@ TEST_CASE("a reduction bound to threadIdx.x lowers to a combine across threads",
     CHECK(b.program.launches[0].grid[0] == 2);
   }
   SECTION("16 lanes per row: shuffles within a group of 16 lanes") {
-    if (!nvrtc_available()) return;
+    if (!nvrtc_or_skip()) return;
     CudaBuild b = build_cuda_kernel(dag, cross_thread_softmax(dag, 16, 2), "sm_90");
     INFO(b.program.source);
     CHECK(b.program.source.find("65535u << ((threadIdx.x + 16 * (threadIdx.y + 2 * threadIdx.z)) & 16)") !=
           std::string::npos);
   }
   SECTION("two warps per row: the warps' values meet in shared memory") {
-    if (!nvrtc_available()) return;
+    if (!nvrtc_or_skip()) return;
     CudaBuild b = build_cuda_kernel(dag, cross_thread_softmax(dag, 64, 2), "sm_90");
     INFO(b.program.source);
     CHECK(b.program.source.find("__shared__ float warp_values0[4];") != std::string::npos);
@@ -175,10 +175,7 @@ TEST_CASE("a cooperative fetch vectorized by 4 loads 16 bytes at a time where ro
   // must see through: with K = 32 every A row starts at a multiple of 4 floats, with K = 13 none does.
   const char* json = R"json({"version": 1, "steps": [{"kind": "cache_write", "stage": "C", "scope": "local"}, {"kind": "split", "stage": "C", "loop": "i", "factors": [8, 4]}, {"kind": "split", "stage": "C", "loop": "j", "factors": [8, 4]}, {"kind": "reorder", "stage": "C", "loops": ["i.0", "j.0", "i.1", "j.1", "i.2", "j.2"]}, {"kind": "annotate", "stage": "C", "loop": "i.0", "annotation": "blockIdx.y"}, {"kind": "annotate", "stage": "C", "loop": "j.0", "annotation": "blockIdx.x"}, {"kind": "annotate", "stage": "C", "loop": "i.1", "annotation": "threadIdx.y"}, {"kind": "annotate", "stage": "C", "loop": "j.1", "annotation": "threadIdx.x"}, {"kind": "annotate", "stage": "C", "loop": "i.2", "annotation": "unroll"}, {"kind": "annotate", "stage": "C", "loop": "j.2", "annotation": "unroll"}, {"kind": "compute_at", "stage": "C.local", "target": "C", "loop": "j.1"}, {"kind": "split", "stage": "C.local", "loop": "k", "factors": [8]}, {"kind": "reorder", "stage": "C.local", "loops": ["k.0", "k.1", "i", "j"]}, {"kind": "annotate", "stage": "C.local", "loop": "i", "annotation": "unroll"}, {"kind": "annotate", "stage": "C.local", "loop": "j", "annotation": "unroll"}, {"kind": "pragma", "stage": "C.local", "loop": "k.0", "pragma": "auto_unroll_max_step", "value": 512}, {"kind": "cache_read", "stage": "A", "scope": "shared", "readers": ["C.local"]}, {"kind": "compute_at", "stage": "A.shared", "target": "C.local", "loop": "k.0"}, {"kind": "fuse", "stage": "A.shared", "loops": ["ax0", "ax1"]}, {"kind": "split", "stage": "A.shared", "loop": "ax0@ax1", "factors": [8, 8, 4]}, {"kind": "annotate", "stage": "A.shared", "loop": "ax0@ax1.1", "annotation": "threadIdx.y"}, {"kind": "annotate", "stage": "A.shared", "loop": "ax0@ax1.2", "annotation": "threadIdx.x"}, {"kind": "annotate", "stage": "A.shared", "loop": "ax0@ax1.3", "annotation": "vectorize"}, {"kind": "cache_read", "stage": "B", "scope": "shared", "readers": ["C.local"]}, {"kind": "compute_at", "stage": "B.shared", "target": "C.local", "loop": "k.0"}, {"kind": "fuse", "stage": "B.shared", "loops": ["ax0", "ax1"]}, {"kind": "split", "stage": "B.shared", "loop": "ax0@ax1", "factors": [8, 8, 4]}, {"kind": "annotate", "stage": "B.shared", "loop": "ax0@ax1.1", "annotation": "threadIdx.y"}, {"kind": "annotate", "stage": "B.shared", "loop": "ax0@ax1.2", "annotation": "threadIdx.x"}, {"kind": "annotate", "stage": "B.shared", "loop": "ax0@ax1.3", "annotation": "vectorize"}]})json";
   Trace t = trace_from_json(json, "hand gemm");
-  if (!nvrtc_available()) {
-    WARN("skipped: NVRTC not available on this machine");
-    return;
-  }
+  if (!nvrtc_or_skip()) return;
   SECTION("K = 32: float4 loads of A and B, float4 stores into shared memory") {
     ComputeDAG dag = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "32"}});
     CudaBuild b = build_cuda_kernel(dag, t, "sm_90");

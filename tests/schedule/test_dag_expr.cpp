@@ -26,8 +26,24 @@ TEST_CASE("DAG: identical op params give the same text and workload key", "[dag]
   ComputeDAG g = build_op("dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"act", "gelu"}});
   CHECK(g.workload_key() != d1.workload_key());
 
-  // Hand-built DAG equal to the template's.
-  CHECK(chain_dag().to_text() == chain_dag().to_text());
+  // A matmul built by hand is the template's: same text, same key.
+  Operation ha, hb, hc;
+  ha.name = "A";
+  ha.is_placeholder = true;
+  ha.shape = {61, 13};
+  hb.name = "B";
+  hb.is_placeholder = true;
+  hb.shape = {13, 7};
+  hc.name = "C";
+  hc.shape = {61, 7};
+  hc.axes = {{"i", 61}, {"j", 7}};
+  hc.reduce_axes = {{"k", 13}};
+  hc.reduce = ReduceKind::Sum;
+  hc.body = make_tensor_read("A", {make_var("i"), make_var("k")}) * make_tensor_read("B", {make_var("k"), make_var("j")});
+  ComputeDAG hand({ha, hb, hc});
+  CHECK(hand.to_text() == a.to_text());
+  CHECK(hand.workload_key() == a.workload_key());
+  // One extent more or less is another workload.
   CHECK(chain_dag().workload_key() != chain_dag(13, 60).workload_key());
 }
 

@@ -100,5 +100,38 @@ int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+const TensorInfo& checked_output(const OpContext& ctx, DType dtype, const std::vector<int64_t>& shape, size_t k) {
+  const TensorInfo& want = ctx.output_info(k);
+  if (want.dtype != dtype || want.shape != shape)
+    ctx.fail("output " + std::to_string(k) + " computes " + to_string(dtype) + " " + shape_text(shape) +
+             ", but the model records " + to_string(want.dtype) + " " + shape_text(want.shape));
+  return want;
+}
+
+const LazyTensor& input_of_type(const OpContext& ctx, const std::vector<LazyTensor>& inputs, size_t k, DType dtype) {
+  if (!ctx.has_input(k) || k >= inputs.size()) ctx.fail("input " + std::to_string(k) + " is required");
+  if (inputs[k].dtype() != dtype)
+    ctx.fail("input " + std::to_string(k) + " ('" + ctx.node.inputs[k] + "') is " + to_string(inputs[k].dtype()) +
+             "; tessel supports this op on " + to_string(dtype) + " only");
+  return inputs[k];
+}
+
+bool output_used(const OpContext& ctx, size_t k) {
+  if (k >= ctx.node.outputs.size() || ctx.node.outputs[k].empty()) return false;
+  const std::string& name = ctx.node.outputs[k];
+  const std::vector<std::string>& outs = ctx.graph.outputs;
+  return !ctx.graph.consumers(name).empty() || std::find(outs.begin(), outs.end(), name) != outs.end();
+}
+
 }  // namespace onnx_ops
 }  // namespace tessel

@@ -20,4 +20,13 @@ Expr read_broadcast(const LazyTensor& t, const std::vector<Expr>& out);
 // A negative axis counts from the end; InputError naming the node outside [-rank, rank).
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
 
+// The node's output k as shape inference gave it, once the definition's own `dtype` and `shape`
+// agree with it (InputError naming the node otherwise: the op's semantics and the model's recorded
+// shapes disagree, and computing either would be wrong).
+const TensorInfo& checked_output(const OpContext& ctx, DType dtype, const std::vector<int64_t>& shape, size_t k = 0);
+// Input k, which must be present and hold `dtype` (InputError naming the node otherwise).
+const LazyTensor& input_of_type(const OpContext& ctx, const std::vector<LazyTensor>& inputs, size_t k, DType dtype);
+// Whether the node has an output k that a later node or the graph's outputs read.
+bool output_used(const OpContext& ctx, size_t k);
+
 }  // namespace tessel::onnx_ops

@@ -28,15 +28,17 @@ Range1 slice_range(const OpContext& ctx, int64_t dim, int64_t start, int64_t end
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   Range1 r;
-  r.step = step;
+  // A step longer than the axis takes one element, as the axis' extent does; clamping it keeps the
+  // arithmetic below from overflowing.
+  r.step = std::clamp<int64_t>(step, -dim, dim);
   if (step > 0) {
     r.start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    r.length = end > r.start ? (end - r.start + step - 1) / step : 0;
+    r.length = end > r.start ? (end - r.start - 1) / r.step + 1 : 0;
   } else {
     r.start = std::clamp<int64_t>(start, 0, dim - 1);
     end = std::clamp<int64_t>(end, -1, dim - 1);
-    r.length = r.start > end ? (r.start - end - step - 1) / -step : 0;
+    r.length = r.start > end ? (r.start - end - 1) / -r.step + 1 : 0;
   }
   if (r.length == 0) ctx.fail("selects no elements (empty tensors are not supported)");
   return r;

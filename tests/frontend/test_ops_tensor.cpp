@@ -137,6 +137,14 @@ TEST_CASE("Slice: negative and out-of-range bounds, negative steps, axes", "[fro
   }
 }
 
+TEST_CASE("Slice: steps longer than the axis take one element", "[frontend][ops]") {
+  const Array x = random_array({13, 61}, 42);
+  OpGraph g;
+  g.input("x", x).ints("starts", {2, -1}).ints("ends", {INT64_MAX, INT64_MIN}).ints("axes", {1, 0});
+  g.ints("steps", {INT64_MAX, INT64_MIN}).node("Slice", {"x", "starts", "ends", "axes", "steps"}, {{"y", {1, 1}}});
+  check_op(g, "y", make_array({1, 1}, [&](const Index&) { return x.at({12, 2}); }));
+}
+
 TEST_CASE("Split into uneven parts from the split input and into equal parts", "[frontend][ops]") {
   const Array x = random_array({7, 13}, 12);
   OpGraph g;

@@ -38,9 +38,21 @@ ConvShape read_conv_shape(const OpContext& ctx, const LazyTensor& x, const LazyT
   return s;
 }
 
-// conv[n, f, o...] = sum over (c, r...) of X[n, group(f) * C/g + c, o * stride + r * dilation] * W[f, c, r...],
-// X padded first when the window reads outside it. Depthwise (C/g = 1) keeps its reduction axis
-// of extent 1, as the conv2d template does.
+// The product a convolution sums over (c, r...) for output (n, f, o...) of group `group` (null
+// when there is one): X[n, group * C/g + c, o * stride + r * dilation] * W[f, c, r...].
+Expr conv_term(const LazyTensor& src, const LazyTensor& weights, const ConvShape& cs, const Window& win, const Expr& n,
+               const Expr& group, const Expr& filter, const std::vector<Expr>& o, const std::vector<Expr>& r) {
+  std::vector<Expr> at = {n, group ? scaled(group, cs.in_per_group) + r[0] : r[0]};
+  std::vector<Expr> w_at = {filter, r[0]};
+  for (size_t d = 0; d < win.dims(); ++d) {
+    at.push_back(window_index(win, d, o[d], r[1 + d]));
+    w_at.push_back(r[1 + d]);
+  }
+  return src.at(at) * weights.at(w_at);
+}
+
+// conv[n, f, o...] = sum over (c, r...) of conv_term, X padded first when the window reads outside
+// it. Depthwise (C/g = 1) keeps its reduction axis of extent 1, as the conv2d template does.
 Outputs conv_op(const OpContext& ctx, const Inputs& in) {
   const LazyTensor& x = input_of_type(ctx, in, 0, DType::Float32);
   const LazyTensor& w = input_of_type(ctx, in, 1, DType::Float32);
@@ -57,20 +69,15 @@ Outputs conv_op(const OpContext& ctx, const Inputs& in) {
   std::vector<int64_t> extents = {cs.in_per_group};
   extents.insert(extents.end(), win.kernel.begin(), win.kernel.end());
 
+  // A grouped convolution whose groups read several channels (ResNeXt's) is no contraction to the
+  // schedules: the input's channel depends on f. As a stage over [N, groups, filters per group,
+  // o...] it would be one, but the default CPU schedule requires a contraction's epilogue to have
+  // its axes, and the read back as [N, F, o...] does not.
   LazyTensor conv = ctx.builder.reduce(
       "conv", info, extents, ReduceKind::Sum, [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-        Expr channel = r[0];
-        if (cs.groups > 1) {
-          Expr group = cs.out_per_group == 1 ? i[1] : i[1] / make_int(cs.out_per_group);
-          channel = scaled(group, cs.in_per_group) + r[0];
-        }
-        std::vector<Expr> at = {i[0], channel};
-        std::vector<Expr> w_at = {i[1], r[0]};
-        for (size_t d = 0; d < win.dims(); ++d) {
-          at.push_back(window_index(win, d, i[2 + d], r[1 + d]));
-          w_at.push_back(r[1 + d]);
-        }
-        return src.at(at) * weights.at(w_at);
+        Expr group;
+        if (cs.groups > 1) group = cs.out_per_group == 1 ? i[1] : i[1] / make_int(cs.out_per_group);
+        return conv_term(src, weights, cs, win, i[0], group, i[1], {i.begin() + 2, i.end()}, r);
       });
   if (!ctx.has_input(2)) return {conv};
   const LazyTensor& bias = input_of_type(ctx, in, 2, DType::Float32);

@@ -179,3 +179,12 @@ TEST_CASE("MatMul -> Add(bias) -> erf-GELU pieces in one subgraph: one matmul st
                 return h * (std::erf(h / static_cast<double>(1.41421356f)) + 1) * 0.5;
               }));
 }
+
+TEST_CASE("a broadcast epilogue may give the output more axes than the matmul", "[frontend][ops]") {
+  const Array a = random_array({7, 13}, 28), b = random_array({13, 5}, 29), r = random_array({3, 7, 5}, 30);
+  OpGraph g;
+  g.input("a", a).input("b", b).input("r", r);
+  g.node("MatMul", {"a", "b"}, {{"m", {7, 5}}}).node("Add", {"m", "r"}, {{"y", {3, 7, 5}}});
+  const Array m = naive_matmul(a, b);
+  check_inlined(g, "y", make_array({3, 7, 5}, [&](const Index& i) { return m.at({i[1], i[2]}) + r.at(i); }));
+}

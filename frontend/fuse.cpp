@@ -124,7 +124,10 @@ class Fuser {
         g_(node_graph(graph, options.pattern_of)),
         pd_(post_dominators(g_)),
         groups_(g_.sink),
-        master_(g_.kind.begin(), g_.kind.end() - 1) {}
+        master_(g_.kind.begin(), g_.kind.end() - 1),
+        anchors_(g_.sink) {
+    for (size_t i = 0; i < g_.sink; ++i) anchors_[i] = g_.kind[i] == OpPattern::OutEwiseFusable ? 1 : 0;
+  }
 
   std::vector<FusedGroup> run() {
     for (int phase = 0; phase < 2; ++phase)
@@ -181,12 +184,18 @@ class Fuser {
       roots.push_back(groups_.find(src));
     for (size_t r : roots) total += groups_.size(r);
     if (total > static_cast<size_t>(options_.max_nodes)) return;
+    // One contraction or window per kernel: two convolutions joined by an add stay two kernels (the
+    // schedules tile one contraction), the add joining one of them.
     const size_t root = groups_.find(dom);
+    int anchors = anchors_[root];
+    for (size_t r : roots) anchors += anchors_[r];
+    if (anchors > 1) return;
     OpPattern master = master_[root];
     for (size_t r : roots) master = std::max(master, master_[r]);
     for (size_t v : path) groups_.join(v, dom);
     groups_.join(src, dom);
     master_[groups_.find(dom)] = master;
+    anchors_[groups_.find(dom)] = anchors;
   }
 
   std::vector<FusedGroup> collect() {
@@ -217,6 +226,7 @@ class Fuser {
   PostDominators pd_;
   UnionFind groups_;
   std::vector<OpPattern> master_;  // by group root
+  std::vector<int> anchors_;       // by group root: its OutEwiseFusable nodes
 };
 
 }  // namespace

@@ -42,7 +42,11 @@ LazyTensor input_of(const Graph& graph, const std::string& name, const std::map<
       return make_bool(data.as_int(0) != 0);
     });
   }
-  return builder.input(name, v.info);
+  // A placeholder is made when an op first reads the tensor: inputs an op takes only as constants
+  // (a Reshape's shape, a Slice's starts) never become kernel parameters.
+  return LazyTensor(v.info, [&builder, name, info = v.info](const std::vector<Expr>& i) {
+    return builder.input(name, info).at(i);
+  });
 }
 
 std::string summary_of(const Graph& graph, const std::vector<size_t>& nodes) {
@@ -66,6 +70,7 @@ Subgraph build_subgraph(const Graph& graph, const std::vector<size_t>& nodes, co
     std::vector<LazyTensor> outputs = spec->build(ctx, inputs);
     if (outputs.size() > node.outputs.size()) ctx.fail("its definition made more outputs than the node has");
     for (size_t k = 0; k < outputs.size(); ++k) {
+      if (node.outputs[k].empty()) continue;  // an optional output the model does not use
       if (outputs[k].info().shape != graph.value(node.outputs[k]).info.shape ||
           outputs[k].dtype() != graph.value(node.outputs[k]).info.dtype)
         ctx.fail("output " + std::to_string(k) + " does not have the type shape inference gave it");

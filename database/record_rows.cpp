@@ -107,6 +107,28 @@ std::optional<std::string> validate_record(const MeasureRecord& r) {
   return std::nullopt;
 }
 
+std::optional<std::string> measurement_problem(const MeasureRecord& r) {
+  auto finite_non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (r.workload.key.empty()) return "workload.key: is empty";
+  if (r.workload.text.empty()) return "workload.text: is empty";
+  if (!finite_non_negative(r.workload.flops)) return "workload.flops: must be a finite number, 0 or more";
+  if (r.target.kind.empty()) return "target.kind: is empty";
+  if (r.trace_json.empty()) return "trace_json: is empty";
+  if (!std::isfinite(r.median_s) || r.median_s < 0) return "median_s: must be a finite number, 0 or more";
+  if (r.error == ErrorCode::Ok) {
+    if (r.median_s <= 0) return "median_s: must be above 0 in an ok record";
+    if (r.samples_s.empty()) return "samples_s: an ok record needs at least one latency sample";
+  }
+  for (size_t i = 0; i < r.samples_s.size(); ++i) {
+    if (!std::isfinite(r.samples_s[i]) || r.samples_s[i] <= 0)
+      return "samples_s: sample " + std::to_string(i) + " must be a finite latency above 0";
+  }
+  if (!finite_non_negative(r.build_s)) return "build_s: must be a finite number of seconds, 0 or more";
+  if (!finite_non_negative(r.run_s)) return "run_s: must be a finite number of seconds, 0 or more";
+  if (!finite_non_negative(r.reference_s)) return "reference_s: must be a finite latency, 0 (none) or more";
+  return std::nullopt;
+}
+
 int64_t record_checksum(const MeasureRecord& r) {
   Fnv1a h;
   h.text(r.workload.key);

@@ -17,6 +17,14 @@ namespace tessel::db {
 // samples), or nullopt when it is fine. JSON lines need valid UTF-8 to round-trip byte for byte.
 std::optional<std::string> validate_record(const MeasureRecord& record);
 
+// Why a record's measurement cannot be believed, as "field: problem", or nullopt: what import
+// refuses and check() reports beyond what can be stored. An ok record needs a finite median above
+// 0; every sample must be finite and above 0; build and run times, flops and the yardstick finite
+// and not negative; the workload key and text, the target kind and the trace present. (The error
+// code and purpose are known by construction: read_record_row reports unknown ones.) append() does
+// not apply it: a measurement tessel takes is what it is.
+std::optional<std::string> measurement_problem(const MeasureRecord& record);
+
 // FNV-1a over every stored field of the record (workload, target, measurement; not the session or
 // id), each length-prefixed. SQLite keeps no checksums of its own, so this is what lets check() and
 // best() notice a flipped byte inside a trace or a workload's text.

@@ -132,16 +132,6 @@ std::string hex(int64_t value) {
   return buffer;
 }
 
-void create_new_log(Connection& conn) {
-  Transaction txn(conn);
-  // Another process may have created the log between our first look and taking the lock.
-  if (conn.query_int("SELECT count(*) FROM sqlite_schema") != 0) return;
-  for (const auto& migrate : kMigrations) migrate(conn);
-  conn.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
-  conn.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
-  txn.commit();
-}
-
 void migrate(Connection& conn) {
   Transaction txn(conn);
   int64_t version = conn.query_int("PRAGMA user_version");  // re-read under the write lock
@@ -151,6 +141,15 @@ void migrate(Connection& conn) {
 }
 
 }  // namespace
+
+void create_schema(Connection& conn) {
+  conn.enable_wal();
+  Transaction txn(conn);
+  for (const auto& migrate : kMigrations) migrate(conn);
+  conn.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+  conn.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+  txn.commit();
+}
 
 std::vector<std::string> pragma_check(Connection& conn, const char* pragma) {
   std::vector<std::string> problems;
@@ -181,11 +180,12 @@ void prepare_schema(Connection& conn) {
   }
   conn.exec("COMMIT");
 
-  bool fresh = application_id == 0 && objects == 0 && version == 0;
-  if (fresh && !writable) {
-    throw DatabaseError(where + " is empty: it is not a tessel tuning log (was it truncated?)");
+  // A new log is built complete before it takes its path (TuningLog::open), so a file without
+  // tables was not made by tessel, or was cut short: using it would bury whatever it was.
+  if (application_id == 0 && objects == 0 && version == 0) {
+    throw DatabaseError(where + " is an SQLite database without tables, not a tessel log: remove it or name a new path");
   }
-  if (!fresh && application_id != kApplicationId) {
+  if (application_id != kApplicationId) {
     throw DatabaseError(where + " is an SQLite database but not a tessel tuning log (application_id " +
                         hex(application_id) + ", expected " + hex(kApplicationId) + ")");
   }
@@ -201,7 +201,6 @@ void prepare_schema(Connection& conn) {
     // caller was told about. Batching keeps the cost to one sync per batch.
     conn.exec("PRAGMA synchronous = FULL");
     conn.exec("PRAGMA foreign_keys = ON");
-    if (fresh) create_new_log(conn);
     auto problems = pragma_check(conn, "PRAGMA quick_check(20)");
     if (!problems.empty()) {
       throw DatabaseError(where + " is damaged (PRAGMA quick_check: " + join_lines(problems, 3) +

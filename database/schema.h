@@ -19,10 +19,14 @@ constexpr int64_t kSchemaVersion = 4;
 // PRAGMA application_id of every tessel log: the bytes "TESL". A file without it is not ours.
 constexpr int64_t kApplicationId = 0x5445534C;
 
-// Brings an open connection to a usable state or throws DatabaseError naming the file:
-// creates a new log (writable connections on an empty file), refuses foreign and newer files,
-// runs PRAGMA quick_check and migrates older schemas in one transaction (writable connections),
-// and verifies that every table and column the log reads is present.
+// Writes the schema of a new log into an empty file that no other connection uses (see
+// TuningLog::open, which builds a new log beside its path and links it into place).
+void create_schema(Connection& conn);
+
+// Brings an open connection to a usable state or throws DatabaseError naming the file: refuses
+// foreign, newer and table-less files, runs PRAGMA quick_check and migrates older schemas in one
+// transaction (writable connections), and verifies that every table and column the log reads is
+// present.
 void prepare_schema(Connection& conn);
 
 // Problems with the schema of an open log (wrong application id or version, missing columns,

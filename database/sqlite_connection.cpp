@@ -42,13 +42,20 @@ std::string hint_for(int rc) {
 
 Connection::Connection(const std::string& path, bool read_only) : path_(path), read_only_(read_only) {
   // No SQLITE_OPEN_URI: a path is always a plain file name, never "file:...?options".
-  int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
     db_ = nullptr;
     throw DatabaseError("cannot open tuning log '" + path + "': " + message + hint_for(rc));
+  }
+  // SQLite opens a file it may not write read-only without saying so; a writer would then fail at
+  // its first write, after the work whose results it meant to store.
+  if (!read_only && sqlite3_db_readonly(db_, "main") == 1) {
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw DatabaseError("tuning log '" + path + "' is read-only (its permissions); cannot write to it");
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);

@@ -19,9 +19,10 @@ class Statement;
 
 class Connection {
  public:
-  // Opens the file (creating it only when `read_only` is false) with extended error codes, the
-  // defensive configuration (no triggers, views, extensions or writable schema; untrusted schema)
-  // and a 60 s busy timeout. Throws DatabaseError.
+  // Opens an existing file (never creating one: TuningLog::open decides when a log is new) with
+  // extended error codes, the defensive configuration (no triggers, views, extensions or writable
+  // schema; untrusted schema) and a 60 s busy timeout. A writable connection to a file SQLite could
+  // open only for reading (its permissions) is refused. Throws DatabaseError.
   Connection(const std::string& path, bool read_only);
   ~Connection();
   Connection(const Connection&) = delete;

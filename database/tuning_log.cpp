@@ -2,10 +2,16 @@
 // tuning_log_jsonl.cpp.
 #include "database/tuning_log.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -17,6 +23,8 @@ namespace tessel {
 namespace {
 
 constexpr size_t kMaxReportedRecordProblems = 50;
+// append(): no trial budget, so no counting.
+constexpr int64_t kNoBudget = std::numeric_limits<int64_t>::max();
 
 std::string host_name() {
   char buffer[256] = {};
@@ -44,20 +52,69 @@ std::vector<MeasureRecord> read_sound_records(db::Statement& stmt, const std::st
   return result;
 }
 
-// best(): every record of the pair, in the log's order, through the ranking rule.
-std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int64_t target) {
+// best(): every record of the pair, in the log's order, through the ranking rule. A record whose
+// measurement cannot be believed (measurement_problem) is no timing, though a wrong answer or a crash
+// it reports still rules its schedule out; schedules are then tried best first until `usable`
+// accepts one's representative record.
+std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int64_t target,
+                                     const RecordValidator& usable) {
   db::Statement all = conn.prepare(
       (std::string(db::kRecordSelect) + " WHERE r.workload_id = ?1 AND r.target_id = ?2 ORDER BY r.id").c_str());
   all.bind(1, workload).bind(2, target);
   std::vector<MeasureRecord> records = read_sound_records(all, conn.path());
   ScheduleRanking ranking;
-  for (const MeasureRecord& r : records) ranking.add(r.trace_json, r.error, r.median_s, r.reference_s, r.id);
-  std::optional<ScheduleRanking::Ranked> best = ranking.best();
-  if (!best) return std::nullopt;
-  const int64_t id = *ranking.representative(*best->trace_json);
-  for (MeasureRecord& r : records)
-    if (r.id == id) return std::move(r);
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const MeasureRecord& r = records[i];
+    index_of[r.id] = i;
+    if (db::measurement_problem(r) && !disqualifies(r.error)) continue;
+    ranking.add(r.trace_json, r.error, r.median_s, r.reference_s, r.id);
+  }
+  if (!usable) {
+    std::optional<ScheduleRanking::Ranked> best = ranking.best();
+    if (!best) return std::nullopt;
+    return std::move(records[index_of.at(*ranking.representative(*best->trace_json))]);
+  }
+  for (const ScheduleRanking::Ranked& candidate : ranking.ranked()) {
+    MeasureRecord& r = records[index_of.at(*ranking.representative(*candidate.trace_json))];
+    if (!usable(r)) return std::move(r);
+  }
   return std::nullopt;
+}
+
+// A writable open of a path where nothing is: builds the new log in a file of its own beside the
+// path, then links it into place, so that the path goes from absent to a complete log and another
+// process never finds an empty or half-made file there (an empty file at a log's path is refused,
+// see open). When another process links its new log first, that one is used.
+void create_log_file(const std::string& path) {
+  std::string temporary = path + ".new-XXXXXX";
+  int fd = mkstemp(temporary.data());
+  if (fd < 0) {
+    throw DatabaseError("cannot create tuning log '" + path + "': " + std::strerror(errno) +
+                        "; check that its directory exists and is writable");
+  }
+  close(fd);
+  auto remove_temporary = [&] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((temporary + suffix).c_str());
+  };
+  try {
+    {
+      db::Connection conn(temporary, /*read_only=*/false);
+      db::create_schema(conn);
+    }  // closing the only connection moves everything out of the write-ahead log into the file
+    if (link(temporary.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+      const int link_error = errno;
+      // A file system without hard links: rename, unless something took the path meanwhile.
+      if (renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0 &&
+          errno != EEXIST) {
+        throw DatabaseError("cannot create tuning log '" + path + "': " + std::strerror(link_error));
+      }
+    }
+  } catch (...) {
+    remove_temporary();
+    throw;
+  }
+  remove_temporary();
 }
 
 }  // namespace
@@ -78,22 +135,26 @@ TuningLog::~TuningLog() = default;
 const std::string& TuningLog::path() const { return impl_->conn.path(); }
 
 TuningLog TuningLog::open(const std::string& path, Mode mode) {
+  if (path.empty()) throw DatabaseError("tuning log path is empty");
   std::error_code ec;
   auto status = std::filesystem::status(path, ec);
   if (std::filesystem::is_directory(status)) {
     throw DatabaseError("tuning log '" + path + "' is a directory, not a file");
   }
-  if (mode == Mode::ReadOnly && !std::filesystem::exists(status)) {
-    throw DatabaseError("tuning log '" + path + "' does not exist");
+  if (!std::filesystem::exists(status)) {
+    if (mode == Mode::ReadOnly) throw DatabaseError("tuning log '" + path + "' does not exist");
+    create_log_file(path);
+  } else if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) == 0 && !ec) {
+    throw DatabaseError("tuning log '" + path + "' is an empty file, not a tessel log: remove it or name a new path");
   }
   auto impl = std::make_unique<Impl>(path, mode == Mode::ReadOnly);
   db::prepare_schema(impl->conn);
   return TuningLog(std::move(impl));
 }
 
-std::vector<std::string> TuningLog::check_file(const std::string& path) {
+std::vector<std::string> TuningLog::check_file(const std::string& path, const RecordValidator& validator) {
   try {
-    return open(path, Mode::ReadOnly).check();
+    return open(path, Mode::ReadOnly).check(validator);
   } catch (const DatabaseError& e) {
     return {e.what()};
   }
@@ -115,7 +176,15 @@ int64_t TuningLog::begin_session(const SessionInfo& session) {
 }
 
 std::vector<int64_t> TuningLog::append(const std::vector<MeasureRecord>& batch) {
+  return append_within_budget(batch, kNoBudget);
+}
+
+std::vector<int64_t> TuningLog::append_within_budget(const std::vector<MeasureRecord>& batch, int64_t trial_budget) {
   impl_->require_writable("append records");
+  if (trial_budget < 0) {
+    throw DatabaseError("tuning log '" + path() + "': a trial budget must be 0 or more, not " +
+                        std::to_string(trial_budget));
+  }
   bool needs_session = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (auto problem = db::validate_record(batch[i])) {
@@ -126,29 +195,56 @@ std::vector<int64_t> TuningLog::append(const std::vector<MeasureRecord>& batch) 
   }
   if (needs_session && impl_->session_id == 0) begin_session(SessionInfo{});
 
-  std::vector<int64_t> ids;
-  ids.reserve(batch.size());
+  std::vector<int64_t> ids(batch.size(), 0);
   db::Transaction txn(impl_->conn);
-  for (const MeasureRecord& record : batch) {
+  // Trials still allowed per (workload id, target id), counted under the write lock: no other
+  // writer can add one between the count and the insert.
+  std::map<std::pair<int64_t, int64_t>, int64_t> room;
+  db::Statement count = impl_->conn.prepare(
+      "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const MeasureRecord& record = batch[i];
     int64_t workload = db::workload_id(impl_->conn, record.workload);
     int64_t target = db::target_id(impl_->conn, record.target);
+    if (record.purpose == RecordPurpose::Trial) {
+      auto [it, fresh] = room.try_emplace({workload, target}, trial_budget);
+      if (fresh && trial_budget != kNoBudget) {
+        count.bind(1, workload).bind(2, target);
+        count.step();
+        it->second = std::max<int64_t>(0, trial_budget - count.column_int(0));
+        count.reset();
+      }
+      if (it->second == 0) continue;
+      --it->second;
+    }
     int64_t session = record.session_id != 0 ? record.session_id : impl_->session_id;
     std::string timestamp = record.timestamp.empty() ? db::utc_timestamp() : record.timestamp;
-    ids.push_back(db::insert_record(impl_->conn, record, workload, target, session, timestamp));
+    ids[i] = db::insert_record(impl_->conn, record, workload, target, session, timestamp);
   }
   txn.commit();
   return ids;
 }
 
-std::optional<MeasureRecord> TuningLog::best(const std::string& workload_key,
-                                             const TargetInfo& target) const {
+int64_t TuningLog::trial_count(const std::string& workload_key, const TargetInfo& target) const {
+  auto workload = db::find_workload(impl_->conn, workload_key);
+  auto target_row = db::find_target(impl_->conn, target);
+  if (!workload || !target_row) return 0;
+  db::Statement stmt = impl_->conn.prepare(
+      "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
+  stmt.bind(1, *workload).bind(2, *target_row);
+  stmt.step();
+  return stmt.column_int(0);
+}
+
+std::optional<MeasureRecord> TuningLog::best(const std::string& workload_key, const TargetInfo& target,
+                                             const RecordValidator& usable) const {
   auto workload = db::find_workload(impl_->conn, workload_key);
   auto target_row = db::find_target(impl_->conn, target);
   if (!workload || !target_row) return std::nullopt;
-  return best_of(impl_->conn, *workload, *target_row);
+  return best_of(impl_->conn, *workload, *target_row, usable);
 }
 
-std::vector<MeasureRecord> TuningLog::best_per_workload_target() const {
+std::vector<MeasureRecord> TuningLog::best_per_workload_target(const RecordValidator& usable) const {
   db::Statement pairs = impl_->conn.prepare(
       (std::string("SELECT DISTINCT r.workload_id, r.target_id FROM records r JOIN workloads w ON w.id = "
                    "r.workload_id JOIN targets t ON t.id = r.target_id WHERE r.error_code = 'ok'") +
@@ -156,7 +252,8 @@ std::vector<MeasureRecord> TuningLog::best_per_workload_target() const {
           .c_str());
   std::vector<MeasureRecord> result;
   while (pairs.step()) {
-    if (auto best = best_of(impl_->conn, pairs.column_int(0), pairs.column_int(1))) result.push_back(std::move(*best));
+    if (auto best = best_of(impl_->conn, pairs.column_int(0), pairs.column_int(1), usable))
+      result.push_back(std::move(*best));
   }
   return result;
 }
@@ -210,7 +307,7 @@ TuningLog::Counts TuningLog::counts() const {
                 stmt.column_int(4), stmt.column_int(5)};
 }
 
-std::vector<std::string> TuningLog::check() const {
+std::vector<std::string> TuningLog::check(const RecordValidator& validator) const {
   db::Connection& conn = impl_->conn;
   std::vector<std::string> problems;
   try {
@@ -233,16 +330,23 @@ std::vector<std::string> TuningLog::check() const {
                          " refers to a missing row of " + foreign.column_text(2));
     }
 
+    // Then each record: damage first (it fails its checksum or cannot be decoded), else what
+    // import would refuse in it.
     db::Statement all = conn.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
-    size_t damaged = 0;
+    size_t bad = 0;
     while (all.step()) {
       db::RecordRow row = db::read_record_row(all);
-      if (!row.problem) continue;
-      if (++damaged <= kMaxReportedRecordProblems) problems.push_back(*row.problem);
+      std::optional<std::string> problem = row.problem;
+      if (!problem) {
+        std::optional<std::string> found = db::measurement_problem(row.record);
+        if (!found && validator) found = validator(row.record);
+        if (found) problem = "record " + std::to_string(row.record.id) + ": " + *found;
+      }
+      if (!problem) continue;
+      if (++bad <= kMaxReportedRecordProblems) problems.push_back(*problem);
     }
-    if (damaged > kMaxReportedRecordProblems) {
-      problems.push_back("... and " + std::to_string(damaged - kMaxReportedRecordProblems) +
-                         " more damaged records");
+    if (bad > kMaxReportedRecordProblems) {
+      problems.push_back("... and " + std::to_string(bad - kMaxReportedRecordProblems) + " more bad records");
     }
   } catch (const DatabaseError& e) {
     problems.push_back(e.what());

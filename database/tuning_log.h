@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -18,11 +19,13 @@
 
 namespace tessel {
 
-// Anything wrong with a log file: cannot open, damaged, from a newer tessel, not a tessel log, or a
-// record that cannot be stored. The message names the file and says what to do.
-class DatabaseError : public Error {
+// Anything wrong with a log file: cannot open, damaged, from a newer tessel, not a tessel log, an
+// empty file, read-only when written, or a record that cannot be stored. The message names the file
+// and says what to do. A log that cannot be used is bad input, like any other unusable input file
+// (the CLI exits with code 2).
+class DatabaseError : public InputError {
  public:
-  explicit DatabaseError(const std::string& message) : Error(message) {}
+  explicit DatabaseError(const std::string& message) : InputError(message) {}
 };
 
 // The tensor program being tuned. `key` is the structural hash that identifies it; `text` the
@@ -86,8 +89,16 @@ struct MeasureRecord {
   double reference_s = 0;
 };
 
-// Result of import_jsonl / merge. Each error names the source and line (or record) and the problem;
-// the offending entry was skipped, every other one imported.
+// What database/ cannot judge about a record by itself: whether its workload text describes the
+// workload its key names and whether its trace parses and applies to that workload (that needs the
+// schedule library, which the log does not depend on). Returns the problem as "field: problem"
+// (e.g. "trace_json: step 2 (split): no loop 'k'"), or nullopt when the record is usable. Supplied
+// by the caller of import, merge, check and best; an empty validator accepts every record.
+using RecordValidator = std::function<std::optional<std::string>(const MeasureRecord&)>;
+
+// Result of import_jsonl / merge. Import is all-or-nothing: when `errors` is not empty nothing was
+// stored (imported and duplicates are 0) and each error names the source and line (or record), the
+// field and the problem ("shared.jsonl: line 7: median_s: must be above 0 in an ok record").
 struct ImportReport {
   int64_t imported = 0;
   int64_t duplicates = 0;  // identical records already present (see import_jsonl)
@@ -101,14 +112,16 @@ class TuningLog {
  public:
   enum class Mode { ReadOnly, ReadWrite };
 
-  // Opens `path`. ReadWrite creates a new log when the file is missing or empty, migrates an older
+  // Opens `path`. ReadWrite creates a new log when the path does not exist (built beside it and
+  // linked into place complete, so that no other process ever sees half a log), migrates an older
   // schema in one transaction and runs PRAGMA quick_check. Throws DatabaseError (naming the path)
-  // when the file is not a tessel log, is damaged, or comes from a newer tessel.
+  // when the file is not a tessel log (an empty file included: a new log needs a new path), is
+  // damaged, comes from a newer tessel, or cannot be written in ReadWrite mode.
   static TuningLog open(const std::string& path, Mode mode);
 
   // Opens `path` read-only and returns check()'s findings, or the reason it could not be opened.
   // Empty means the log is sound.
-  static std::vector<std::string> check_file(const std::string& path);
+  static std::vector<std::string> check_file(const std::string& path, const RecordValidator& validator = {});
 
   TuningLog(TuningLog&&) noexcept;
   TuningLog& operator=(TuningLog&&) noexcept;
@@ -123,15 +136,33 @@ class TuningLog {
   // only after COMMIT: once it returns, the records survive a crash of this process.
   std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
 
+  // append() under a trial budget: the budget of a (workload, target) pair is a property of the log,
+  // so that tuners sharing one log stop together. Inside the one BEGIN IMMEDIATE transaction that
+  // inserts, counts each pair's trial records (RecordPurpose::Trial, failed ones included) and stores
+  // the batch's trials of that pair, in batch order, only while the count stays within
+  // `trial_budget`; retimes are always stored. Returns one entry per record of `batch`: its new id,
+  // or 0 when it was not stored because the pair's budget was spent (by this batch or by another
+  // writer). `trial_budget` must be at least 0.
+  std::vector<int64_t> append_within_budget(const std::vector<MeasureRecord>& batch, int64_t trial_budget);
+
+  // The number of trial records of (workload key, target), failed ones included: what
+  // append_within_budget counts against the budget. 0 for a pair the log does not hold.
+  int64_t trial_count(const std::string& workload_key, const TargetInfo& target) const;
+
   // Replay: the best schedule of (workload key, target) by the ranking rule (database/schedule_ranking.h),
   // as its record whose counted latency is the schedule's estimate (ScheduleRanking::representative).
+  // Records that fail the log's own checks of a measurement (see check()) take no part, except that a
+  // wrong answer or a crash still rules its schedule out. With a validator, a schedule whose
+  // representative record the validator refuses is passed over for the next best, so a record
+  // whose trace does not apply never stands in the way of one that does.
   // nullopt when there is none (callers then say "no tuned schedule for workload K on target T").
   // Throws DatabaseError if a record it reads fails its checksum, so a damaged log is never
   // silently misread.
-  std::optional<MeasureRecord> best(const std::string& workload_key, const TargetInfo& target) const;
+  std::optional<MeasureRecord> best(const std::string& workload_key, const TargetInfo& target,
+                                    const RecordValidator& usable = {}) const;
 
   // best() of every (workload, target) pair, ordered by workload key then target.
-  std::vector<MeasureRecord> best_per_workload_target() const;
+  std::vector<MeasureRecord> best_per_workload_target(const RecordValidator& usable = {}) const;
 
   // Whether the log holds a record of this schedule (its trace JSON) for (workload key, target).
   bool holds(const std::string& workload_key, const TargetInfo& target, const std::string& trace_json) const;
@@ -152,23 +183,33 @@ class TuningLog {
   };
   Counts counts() const;
 
-  // Integrity problems: PRAGMA integrity_check, schema and foreign-key checks, per-record checksums.
-  // Empty means sound. Never throws for a damaged file; the damage is reported instead.
-  std::vector<std::string> check() const;
+  // Integrity problems: PRAGMA integrity_check, schema and foreign-key checks, per-record checksums,
+  // then what import refuses in a record ("record 12: median_s: must be above 0 in an ok record"):
+  // the log's own checks of a measurement and the validator's. Empty means sound. Never throws for
+  // a damaged file; the damage is reported instead.
+  std::vector<std::string> check(const RecordValidator& validator = {}) const;
 
   // JSON lines, one self-contained record per line (format version 1, see tuning_log_jsonl.cpp),
   // ordered by workload key, target, timestamp and id so that export -> import -> export is
   // byte-identical.
   void export_jsonl(std::ostream& out) const;
 
-  // Imports an export. A bad line is reported as "<source_name>: line N: <problem>" and skipped.
+  // Imports an export, all or nothing. Every line is read and checked first: its JSON and fields
+  // (types and ranges), the log's checks of a measurement (see check()) and `validator`; a bad line
+  // is reported as "<source_name>: line N: <field>: <problem>". Only when every line passes are the
+  // records stored, in one transaction, so an interrupted import leaves the log as it was.
   // Rule for repeated imports: a record whose workload, target, trace, samples, timestamp and
   // every other stored field equal those of a record already in the log is skipped (counted as a
   // duplicate), so importing the same file twice adds nothing. Sessions are matched the same way.
-  ImportReport import_jsonl(std::istream& in, const std::string& source_name);
+  ImportReport import_jsonl(std::istream& in, const std::string& source_name, const RecordValidator& validator = {});
 
-  // Imports every record of another log file (opened read-only), with import_jsonl's rules.
-  ImportReport merge(const std::string& other_path);
+  // The same for several JSON-lines files, read from their paths: all of them or nothing.
+  ImportReport import_jsonl_files(const std::vector<std::string>& paths, const RecordValidator& validator = {});
+
+  // Imports every record of other log files (opened read-only), with import_jsonl's rules: all of
+  // them or nothing, a record named "<path>: record <id>".
+  ImportReport merge(const std::vector<std::string>& other_paths, const RecordValidator& validator = {});
+  ImportReport merge(const std::string& other_path, const RecordValidator& validator = {});
 
  private:
   struct Impl;

@@ -16,7 +16,10 @@
 // then ranks the record by its raw median, as it ranked every record.
 // Trace, options and settings are carried as strings, not parsed JSON, so their bytes come back
 // exactly as stored. Record and session ids are local to a file and not exported.
+#include <filesystem>
+#include <fstream>
 #include <istream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -26,6 +29,7 @@
 #include "database/tuning_log.h"
 #include "database/tuning_log_json.h"
 #include "database/tuning_log_impl.h"
+#include "schedule/te/json_fields.h"
 
 namespace tessel {
 namespace {
@@ -34,14 +38,6 @@ using nlohmann::json;
 
 constexpr int kFormatVersion = 1;         // a trial's line
 constexpr int kRetimeFormatVersion = 2;   // a retime's line (adds "purpose")
-constexpr size_t kImportBatch = 256;  // records per write transaction while importing
-
-// A record read from a line or another log, with its session and where it came from.
-struct ImportItem {
-  MeasureRecord record;
-  SessionInfo session;
-  std::string origin;  // "FILE: line 7" or "FILE: record 12"
-};
 
 }  // namespace
 
@@ -85,135 +81,176 @@ json to_line(const MeasureRecord& r, const SessionInfo& s) {
   return line;
 }
 
-// Field readers for from_line: each names the field (with its object, e.g. "target.arch") in the
-// error it throws, so that a reader of the report knows what to fix.
-struct LineError {
-  std::string message;
+// Reads one line. Every value's type and range is checked here, through the readers shared by
+// every reader of untrusted JSON (schedule/te/json_fields.h), so that an error names the line and
+// the field ("shared.jsonl: line 7: target.arch: must be a string") and no number, however large,
+// reaches a later reader unchecked.
+struct LineReader {
+  explicit LineReader(const JsonObject& object) : o(object) {}
+
+  std::string text(const char* key) const {
+    std::optional<std::string> value = o.string(key);
+    if (!value) throw InputError(o.field(key) + ": missing");
+    return *value;
+  }
+  double number(const char* key, double min) const {
+    std::optional<double> value = o.number(key, min, std::numeric_limits<double>::max());
+    if (!value) throw InputError(o.field(key) + ": missing");
+    return *value;
+  }
+  JsonObject object(const char* key) const {
+    std::optional<JsonObject> value = o.object(key);
+    if (!value) throw InputError(o.field(key) + ": missing");
+    return *value;
+  }
+
+  const JsonObject& o;
 };
 
-const json& field(const json& object, const char* name, const std::string& prefix) {
-  auto it = object.find(name);
-  if (it == object.end()) throw LineError{"missing field '" + prefix + name + "'"};
-  return *it;
-}
+struct LineContent {
+  MeasureRecord record;
+  SessionInfo session;
+};
 
-std::string text_field(const json& object, const char* name, const std::string& prefix = "") {
-  const json& value = field(object, name, prefix);
-  if (!value.is_string()) throw LineError{"field '" + prefix + name + "' must be a string"};
-  return value.get<std::string>();
-}
-
-double number_field(const json& object, const char* name, const std::string& prefix = "") {
-  const json& value = field(object, name, prefix);
-  if (!value.is_number()) throw LineError{"field '" + prefix + name + "' must be a number"};
-  return value.get<double>();
-}
-
-const json& object_field(const json& object, const char* name) {
-  const json& value = field(object, name, "");
-  if (!value.is_object()) throw LineError{std::string("field '") + name + "' must be an object"};
-  return value;
-}
-
-ImportItem from_line(const std::string& line) {
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const json::parse_error& e) {
-    throw LineError{std::string("invalid JSON (") + e.what() + ")"};
+LineContent from_line(const std::string& line, const std::string& where) {
+  const json j = parse_json_text(line, where);
+  const JsonObject top(j, where + ": ");
+  const LineReader read(top);
+  auto v = j.find("v");
+  if (v == j.end()) throw InputError(top.field("v") + ": missing");
+  if (!v->is_number_integer() || (*v != kFormatVersion && *v != kRetimeFormatVersion)) {
+    throw InputError(top.field("v") + ": unsupported format version " + v->dump() + " (this tessel reads versions " +
+                     std::to_string(kFormatVersion) + " and " + std::to_string(kRetimeFormatVersion) + ")");
   }
-  if (!j.is_object()) throw LineError{"not a JSON object"};
-  const json& version = field(j, "v", "");
-  if (!version.is_number_integer()) throw LineError{"field 'v' must be an integer"};
-  if (version.get<int64_t>() != kFormatVersion && version.get<int64_t>() != kRetimeFormatVersion) {
-    throw LineError{"unsupported format version " + version.dump() + " (this tessel reads versions " +
-                    std::to_string(kFormatVersion) + " and " + std::to_string(kRetimeFormatVersion) + ")"};
-  }
-  ImportItem item;
-  MeasureRecord& r = item.record;
-  const json& w = object_field(j, "workload");
-  r.workload = {text_field(w, "key", "workload."), text_field(w, "text", "workload."),
-                number_field(w, "flops", "workload.")};
-  const json& t = object_field(j, "target");
-  r.target = {text_field(t, "kind", "target."),
-              text_field(t, "arch", "target."),
-              text_field(t, "device_name", "target."),
-              text_field(t, "driver_version", "target."),
-              text_field(t, "toolkit_version", "target."),
-              text_field(t, "cpu_features", "target.")};
-  const json& s = object_field(j, "session");
-  item.session = {text_field(s, "label", "session."), text_field(s, "options_json", "session."),
-                  text_field(s, "tool_version", "session."), text_field(s, "host", "session."),
-                  text_field(s, "start_time", "session.")};
-  r.trace_json = text_field(j, "trace_json");
-  const json& samples = field(j, "samples_s", "");
-  if (!samples.is_array()) throw LineError{"field 'samples_s' must be an array of numbers"};
-  for (const json& sample : samples) {
-    if (!sample.is_number()) throw LineError{"field 'samples_s' must be an array of numbers"};
+  const int version = *v == kFormatVersion ? kFormatVersion : kRetimeFormatVersion;
+  LineContent content;
+  MeasureRecord& r = content.record;
+  const JsonObject w = read.object("workload");
+  const LineReader workload(w);
+  r.workload = {workload.text("key"), workload.text("text"), workload.number("flops", 0)};
+  const JsonObject t = read.object("target");
+  const LineReader target(t);
+  r.target = {target.text("kind"),           target.text("arch"),
+              target.text("device_name"),    target.text("driver_version"),
+              target.text("toolkit_version"), target.text("cpu_features")};
+  const JsonObject s = read.object("session");
+  const LineReader session(s);
+  content.session = {session.text("label"), session.text("options_json"), session.text("tool_version"),
+                     session.text("host"), session.text("start_time")};
+  r.trace_json = read.text("trace_json");
+  auto samples = j.find("samples_s");
+  if (samples == j.end()) throw InputError(top.field("samples_s") + ": missing");
+  if (!samples->is_array()) throw InputError(top.field("samples_s") + ": must be an array of numbers");
+  for (const json& sample : *samples) {
+    // parse_json_text refuses numbers beyond a double's range, so every number here is finite.
+    if (!sample.is_number()) throw InputError(top.field("samples_s") + ": must be an array of numbers");
     r.samples_s.push_back(sample.get<double>());
   }
-  r.median_s = number_field(j, "median_s");
-  std::string error = text_field(j, "error");
+  r.median_s = read.number("median_s", 0);
+  const std::string error = read.text("error");
   auto code = error_code_from_string(error);
-  if (!code) throw LineError{"unknown error code '" + error + "'"};
+  if (!code) throw InputError(top.field("error") + ": unknown error code '" + error + "'");
   r.error = *code;
-  r.error_message = text_field(j, "error_message");
-  r.build_s = number_field(j, "build_s");
-  r.run_s = number_field(j, "run_s");
-  r.settings_json = text_field(j, "settings_json");
-  r.timestamp = text_field(j, "timestamp");
+  r.error_message = read.text("error_message");
+  r.build_s = read.number("build_s", 0);
+  r.run_s = read.number("run_s", 0);
+  r.settings_json = read.text("settings_json");
+  r.timestamp = read.text("timestamp");
   // A version 2 line must say its purpose. A version 1 line may carry one too: tessel 64bafa9 to
   // 5282ecd wrote retimes that way, and their exports must import as retimes, not be refused.
-  if (version.get<int64_t>() == kRetimeFormatVersion && !j.contains("purpose"))
-    throw LineError{"a version 2 line needs field 'purpose'"};
-  if (j.contains("purpose")) {
-    std::string purpose = text_field(j, "purpose");
-    auto p = record_purpose_from_string(purpose);
-    if (!p) throw LineError{"field 'purpose' must be \"trial\" or \"retime\", not '" + purpose + "'"};
+  if (version == kRetimeFormatVersion && !top.has("purpose"))
+    throw InputError(top.field("purpose") + ": missing (a version 2 line needs it)");
+  if (std::optional<std::string> purpose = top.string("purpose")) {
+    auto p = record_purpose_from_string(*purpose);
+    if (!p) throw InputError(top.field("purpose") + ": must be \"trial\" or \"retime\", not '" + *purpose + "'");
     r.purpose = *p;
   }
-  if (j.contains("reference_s")) r.reference_s = number_field(j, "reference_s");
-  if (auto problem = db::validate_record(r)) throw LineError{*problem};
-  return item;
+  r.reference_s = top.number("reference_s", 0, std::numeric_limits<double>::max()).value_or(0);
+  return content;
 }
 
 using SessionKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
 
-// Stores one batch in one transaction, applying the duplicate rule of import_jsonl.
-void store_batch(db::Connection& conn, std::vector<ImportItem>& batch,
-                 std::map<SessionKey, int64_t>& sessions, ImportReport& report) {
-  if (batch.empty()) return;
-  db::Transaction txn(conn);
-  int64_t imported = 0, duplicates = 0;
-  std::vector<std::string> errors;
-  std::map<SessionKey, int64_t> new_sessions = sessions;
-  for (const ImportItem& item : batch) {
-    const MeasureRecord& r = item.record;
-    if (auto mismatch = db::workload_mismatch(conn, r.workload)) {
-      errors.push_back(item.origin + ": " + *mismatch);
-      continue;
-    }
-    int64_t workload = db::workload_id(conn, r.workload);
-    int64_t target = db::target_id(conn, r.target);
-    if (db::has_identical_record(conn, r, workload, target)) {
-      ++duplicates;
-      continue;
-    }
-    const SessionInfo& s = item.session;
-    SessionKey key{s.start_time, s.options_json, s.tool_version, s.host, s.label};
-    auto [it, inserted] = new_sessions.try_emplace(key, 0);
-    if (inserted) it->second = db::find_or_insert_session(conn, s);
-    db::insert_record(conn, r, workload, target, it->second, r.timestamp);
-    ++imported;
-  }
-  txn.commit();
-  // Only after COMMIT: a failed batch leaves the report and the session cache as they were.
-  sessions = std::move(new_sessions);
-  report.imported += imported;
-  report.duplicates += duplicates;
-  for (auto& error : errors) report.errors.push_back(std::move(error));
-  batch.clear();
+SessionKey session_key(const SessionInfo& s) {
+  return {s.start_time, s.options_json, s.tool_version, s.host, s.label};
 }
+
+// Records read and checked, waiting to be stored together. Sessions are kept once each: an export
+// repeats its session on every line.
+struct ImportSet {
+  struct Item {
+    MeasureRecord record;
+    size_t session;      // index into sessions
+    std::string origin;  // "FILE: line 7" or "FILE: record 12"
+  };
+  std::vector<Item> items;
+  std::vector<SessionInfo> sessions;
+  std::map<SessionKey, size_t> session_index;
+  ImportReport report;
+
+  // Checks `record` (the log's checks of a measurement, then the caller's) and keeps it, or
+  // reports why not.
+  void add(MeasureRecord record, const SessionInfo& session, std::string origin, const RecordValidator& validator) {
+    std::optional<std::string> problem = db::measurement_problem(record);
+    if (!problem) problem = db::validate_record(record);
+    if (!problem && validator) problem = validator(record);
+    if (problem) {
+      report.errors.push_back(origin + ": " + *problem);
+      return;
+    }
+    auto [it, inserted] = session_index.try_emplace(session_key(session), sessions.size());
+    if (inserted) sessions.push_back(session);
+    items.push_back(Item{std::move(record), it->second, std::move(origin)});
+  }
+
+  void read_jsonl(std::istream& in, const std::string& source_name, const RecordValidator& validator) {
+    std::string line;
+    for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      std::string origin = source_name + ": line " + std::to_string(line_number);
+      LineContent content;
+      try {
+        content = from_line(line, origin);
+      } catch (const InputError& e) {
+        report.errors.push_back(e.what());
+        continue;
+      }
+      add(std::move(content.record), content.session, std::move(origin), validator);
+    }
+    if (in.bad()) throw DatabaseError("cannot read '" + source_name + "' (I/O error)");
+  }
+
+  // Stores every item in one transaction, or nothing when any cannot be stored (its workload key
+  // is held with another text); applies the duplicate rule of import_jsonl.
+  void store(db::Connection& conn) {
+    if (!report.errors.empty() || items.empty()) return;
+    db::Transaction txn(conn);
+    std::vector<int64_t> session_ids(sessions.size(), 0);
+    int64_t imported = 0, duplicates = 0;
+    for (const Item& item : items) {
+      const MeasureRecord& r = item.record;
+      if (auto mismatch = db::workload_mismatch(conn, r.workload)) {
+        report.errors.push_back(item.origin + ": workload.key: " + *mismatch);
+        continue;
+      }
+      int64_t workload = db::workload_id(conn, r.workload);
+      int64_t target = db::target_id(conn, r.target);
+      if (db::has_identical_record(conn, r, workload, target)) {
+        ++duplicates;
+        continue;
+      }
+      int64_t& session = session_ids[item.session];
+      if (session == 0) session = db::find_or_insert_session(conn, sessions[item.session]);
+      db::insert_record(conn, r, workload, target, session, r.timestamp);
+      ++imported;
+    }
+    if (!report.errors.empty()) return;  // the transaction rolls back: the log is as it was
+    txn.commit();
+    report.imported = imported;
+    report.duplicates = duplicates;
+  }
+};
 
 }  // namespace
 
@@ -258,70 +295,70 @@ void TuningLog::export_jsonl(std::ostream& out) const {
   if (!out) throw DatabaseError("tuning log '" + path() + "': writing the export failed");
 }
 
-ImportReport TuningLog::import_jsonl(std::istream& in, const std::string& source_name) {
+ImportReport TuningLog::import_jsonl(std::istream& in, const std::string& source_name,
+                                     const RecordValidator& validator) {
   impl_->require_writable("import records");
-  ImportReport report;
-  std::map<SessionKey, int64_t> sessions;
-  std::vector<ImportItem> batch;
-  std::string line;
-  for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    std::string origin = source_name + ": line " + std::to_string(line_number);
-    try {
-      batch.push_back(from_line(line));
-      batch.back().origin = std::move(origin);
-    } catch (const LineError& e) {
-      report.errors.push_back(origin + ": " + e.message);
-      continue;
-    }
-    if (batch.size() >= kImportBatch) store_batch(impl_->conn, batch, sessions, report);
-  }
-  store_batch(impl_->conn, batch, sessions, report);
-  if (in.bad()) throw DatabaseError("cannot read '" + source_name + "' (I/O error)");
-  return report;
+  ImportSet set;
+  set.read_jsonl(in, source_name, validator);
+  set.store(impl_->conn);
+  return std::move(set.report);
 }
 
-ImportReport TuningLog::merge(const std::string& other_path) {
-  impl_->require_writable("merge records");
-  TuningLog other = open(other_path, Mode::ReadOnly);
-  db::Connection& from = other.impl_->conn;
-  ImportReport report;
-  std::map<SessionKey, int64_t> sessions;
-  std::vector<ImportItem> batch;
-  from.exec("BEGIN");
-  try {
-    std::map<int64_t, SessionInfo> other_sessions;
-    db::Statement session_rows =
-        from.prepare("SELECT id, label, options_json, tool_version, host, start_time FROM sessions");
-    while (session_rows.step()) {
-      other_sessions[session_rows.column_int(0)] = {session_rows.column_text(1), session_rows.column_text(2),
-                                                    session_rows.column_text(3), session_rows.column_text(4),
-                                                    session_rows.column_text(5)};
-    }
-    db::Statement rows = from.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
-    while (rows.step()) {
-      db::RecordRow row = db::read_record_row(rows);
-      std::string origin = other_path + ": record " + std::to_string(row.record.id);
-      auto session = other_sessions.find(row.record.session_id);
-      if (row.problem) {
-        report.errors.push_back(other_path + ": " + *row.problem + "; skipped");
-        continue;
-      }
-      if (session == other_sessions.end()) {
-        report.errors.push_back(origin + ": refers to a missing session; skipped");
-        continue;
-      }
-      batch.push_back(ImportItem{std::move(row.record), session->second, std::move(origin)});
-      if (batch.size() >= kImportBatch) store_batch(impl_->conn, batch, sessions, report);
-    }
-    store_batch(impl_->conn, batch, sessions, report);
-  } catch (...) {
-    from.exec_quietly("ROLLBACK");
-    throw;
+ImportReport TuningLog::import_jsonl_files(const std::vector<std::string>& paths, const RecordValidator& validator) {
+  impl_->require_writable("import records");
+  ImportSet set;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in || std::filesystem::is_directory(path)) throw InputError("cannot read '" + path + "': no such file or not readable");
+    set.read_jsonl(in, path, validator);
   }
-  from.exec("COMMIT");
-  return report;
+  set.store(impl_->conn);
+  return std::move(set.report);
+}
+
+ImportReport TuningLog::merge(const std::string& other_path, const RecordValidator& validator) {
+  return merge(std::vector<std::string>{other_path}, validator);
+}
+
+ImportReport TuningLog::merge(const std::vector<std::string>& other_paths, const RecordValidator& validator) {
+  impl_->require_writable("merge records");
+  ImportSet set;
+  for (const std::string& other_path : other_paths) {
+    TuningLog other = open(other_path, Mode::ReadOnly);
+    db::Connection& from = other.impl_->conn;
+    from.exec("BEGIN");  // one snapshot of the other log, even while it is being written
+    try {
+      std::map<int64_t, SessionInfo> other_sessions;
+      db::Statement session_rows =
+          from.prepare("SELECT id, label, options_json, tool_version, host, start_time FROM sessions");
+      while (session_rows.step()) {
+        other_sessions[session_rows.column_int(0)] = {session_rows.column_text(1), session_rows.column_text(2),
+                                                      session_rows.column_text(3), session_rows.column_text(4),
+                                                      session_rows.column_text(5)};
+      }
+      db::Statement rows = from.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
+      while (rows.step()) {
+        db::RecordRow row = db::read_record_row(rows);
+        if (row.problem) {
+          set.report.errors.push_back(other_path + ": " + *row.problem);
+          continue;
+        }
+        std::string origin = other_path + ": record " + std::to_string(row.record.id);
+        auto session = other_sessions.find(row.record.session_id);
+        if (session == other_sessions.end()) {
+          set.report.errors.push_back(origin + ": session: refers to a missing session");
+          continue;
+        }
+        set.add(std::move(row.record), session->second, std::move(origin), validator);
+      }
+    } catch (...) {
+      from.exec_quietly("ROLLBACK");
+      throw;
+    }
+    from.exec("COMMIT");
+  }
+  set.store(impl_->conn);
+  return std::move(set.report);
 }
 
 }  // namespace tessel

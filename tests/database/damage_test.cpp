@@ -121,7 +121,9 @@ TEST_CASE("files that are not tessel logs are refused clearly", "[database][dama
     std::string path = dir.file("empty.db");
     write_file(path, "");
     CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadOnly),
-                      Catch::Contains("is empty") && Catch::Contains(path));
+                      Catch::Contains("is an empty file") && Catch::Contains(path));
+    CHECK_THROWS_WITH(TuningLog::open(path, TuningLog::Mode::ReadWrite), Catch::Contains("is an empty file"));
+    CHECK(read_file(path).empty());  // not turned into a log
     CHECK(cli_check(path) == 1);
     std::ostringstream out, err;
     CHECK(run_db_command({"best", "--db", path}, out, err) == 2);

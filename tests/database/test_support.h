@@ -43,7 +43,7 @@ inline MeasureRecord make_record(const std::string& key, double median, ErrorCod
   trace << std::setprecision(17) << R"([{"step":"split","loop":"i","factor":32,"tag":")" << median << " "
         << to_string(error) << R"("}])";
   r.trace_json = trace.str();
-  r.samples_s = {median * 1.01, median, median * 0.99};
+  if (median > 0) r.samples_s = {median * 1.01, median, median * 0.99};  // a failed run has none
   r.median_s = median;
   r.error = error;
   if (error != ErrorCode::Ok) r.error_message = "failed: " + std::string(to_string(error));

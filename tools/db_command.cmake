@@ -3,5 +3,6 @@
 if(NOT TARGET tessel_db_cli)
   add_library(tessel_db_cli STATIC ${PROJECT_SOURCE_DIR}/tools/db_command.cpp)
   target_include_directories(tessel_db_cli PUBLIC ${PROJECT_SOURCE_DIR})
-  target_link_libraries(tessel_db_cli PUBLIC tessel_database PRIVATE nlohmann_json::nlohmann_json)
+  # tessel_schedule: the record validator parses workloads and replays traces.
+  target_link_libraries(tessel_db_cli PUBLIC tessel_database PRIVATE tessel_schedule nlohmann_json::nlohmann_json)
 endif()

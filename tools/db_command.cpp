@@ -5,12 +5,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 
 #include "database/tuning_log.h"
 #include "database/tuning_log_json.h"
+#include "schedule/state/trace.h"
+#include "schedule/te/dag_parser.h"
 #include "tools/format_duration.h"
 
 namespace tessel {
@@ -20,11 +24,14 @@ constexpr const char* kUsage =
     "usage: tessel db <command> --db PATH [options]\n"
     "  info    --db PATH [--json]      counts of workloads, targets, sessions, records, errors\n"
     "  best    --db PATH [--json]      best valid record per (workload, target)\n"
-    "  check   --db PATH               integrity check; exit 1 when the log is damaged\n"
+    "  check   --db PATH               integrity and record checks; exit 1 when a check fails\n"
     "  export  --db PATH [-o FILE]     JSON lines to FILE (default: standard output)\n"
-    "  import  --db PATH FILE...       add the records of JSON-lines files\n"
-    "  merge   --db PATH OTHER...      add every record of other log files\n"
-    "  migrate --db PATH               upgrade an older log to the current schema\n";
+    "  import  --db PATH FILE...       add the records of JSON-lines files (all, or none if one is bad)\n"
+    "  merge   --db PATH OTHER...      add every record of other log files (all, or none if one is bad)\n"
+    "  migrate --db PATH               upgrade an existing older log to the current schema\n";
+
+// Errors printed for a refused import; the rest are counted.
+constexpr size_t kMaxPrintedImportErrors = 100;
 
 // A bad command line or an unusable file: reported as "error: ..." with exit code 2.
 struct UsageError {
@@ -103,7 +110,7 @@ int info(const Arguments& a, std::ostream& out) {
 
 int best(const Arguments& a, std::ostream& out) {
   expect_no_files(a);
-  auto records = TuningLog::open(a.db, TuningLog::Mode::ReadOnly).best_per_workload_target();
+  auto records = TuningLog::open(a.db, TuningLog::Mode::ReadOnly).best_per_workload_target(record_validator());
   if (a.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : records) {
@@ -141,13 +148,13 @@ int best(const Arguments& a, std::ostream& out) {
 int check(const Arguments& a, std::ostream& out, std::ostream& err) {
   expect_no_files(a);
   if (!std::filesystem::exists(a.db)) throw UsageError{"tuning log '" + a.db + "' does not exist"};
-  auto problems = TuningLog::check_file(a.db);
+  auto problems = TuningLog::check_file(a.db, record_validator());
   if (problems.empty()) {
     out << "ok\n";
     return 0;
   }
-  err << a.db << ": the tuning log is damaged (" << problems.size() << " problem"
-      << (problems.size() == 1 ? "" : "s") << "):\n";
+  err << a.db << ": " << problems.size() << " problem" << (problems.size() == 1 ? "" : "s")
+      << " (the tuning log is damaged or holds records that cannot be used):\n";
   for (const auto& problem : problems) err << "  " << problem << "\n";
   return 1;
 }
@@ -159,25 +166,33 @@ int export_log(const Arguments& a, std::ostream& out) {
     log.export_jsonl(out);
     return 0;
   }
+  const std::string& output = *a.output;
+  if (std::filesystem::is_directory(output))
+    throw UsageError{"export output '" + output + "' is a directory; name a file to write"};
   // Write beside the destination and rename, so an interrupted export never leaves half a file
-  // under the requested name.
-  std::string temporary = *a.output + ".partial";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file) throw UsageError{"cannot write '" + temporary + "'"};
-    log.export_jsonl(file);
+  // under the requested name; a failed one removes what it wrote.
+  std::string temporary = output + ".partial";
+  try {
+    {
+      std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+      if (!file) throw UsageError{"cannot write export output '" + output + "': its directory does not exist or is not writable"};
+      log.export_jsonl(file);
+    }
+    std::error_code ec;
+    std::filesystem::rename(temporary, output, ec);
+    if (ec) throw UsageError{"cannot write export output '" + output + "': " + ec.message()};
+  } catch (...) {
+    std::error_code ignored;
+    if (!std::filesystem::is_directory(temporary, ignored)) std::filesystem::remove(temporary, ignored);
+    throw;
   }
-  std::error_code ec;
-  std::filesystem::rename(temporary, *a.output, ec);
-  if (ec) throw UsageError{"cannot rename '" + temporary + "' to '" + *a.output + "': " + ec.message()};
   return 0;
 }
 
-int report(const std::string& source, const ImportReport& r, std::ostream& out, std::ostream& err) {
-  out << source << ": imported " << r.imported << ", duplicates skipped " << r.duplicates << ", bad "
-      << r.errors.size() << "\n";
-  for (const auto& error : r.errors) err << "error: " << error << "\n";
-  return r.errors.empty() ? 0 : 2;
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
 }
 
 int import_or_merge(const Arguments& a, std::ostream& out, std::ostream& err, bool merge) {
@@ -185,35 +200,80 @@ int import_or_merge(const Arguments& a, std::ostream& out, std::ostream& err, bo
     throw UsageError{"tessel db " + a.command + ": give at least one " + (merge ? "log" : "JSON-lines") +
                      " file"};
   }
-  // Check every input up front, so that a typo does not leave the log half-imported.
+  // Check every input up front, so that a typo costs no work.
   for (const auto& file : a.files) {
     if (!std::filesystem::is_regular_file(file))
       throw UsageError{"'" + file + "' does not exist or is not a file"};
   }
-  auto log = TuningLog::open(a.db, TuningLog::Mode::ReadWrite);
-  int status = 0;
-  for (const auto& file : a.files) {
-    ImportReport r;
-    if (merge) {
-      r = log.merge(file);
-    } else {
-      std::ifstream in(file, std::ios::binary);
-      if (!in) throw UsageError{"cannot read '" + file + "'"};
-      r = log.import_jsonl(in, file);
-    }
-    status = std::max(status, report(file, r, out, err));
+  const bool existed = std::filesystem::exists(a.db);
+  ImportReport r;
+  bool left_empty = false;
+  {
+    auto log = TuningLog::open(a.db, TuningLog::Mode::ReadWrite);
+    r = merge ? log.merge(a.files, record_validator()) : log.import_jsonl_files(a.files, record_validator());
+    left_empty = !existed && !r.errors.empty() && log.counts().records == 0;
   }
-  return status;
+  if (r.errors.empty()) {
+    out << joined(a.files) << ": imported " << r.imported << ", duplicates skipped " << r.duplicates << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < r.errors.size() && i < kMaxPrintedImportErrors; ++i) err << "error: " << r.errors[i] << "\n";
+  if (r.errors.size() > kMaxPrintedImportErrors)
+    err << "error: ... and " << r.errors.size() - kMaxPrintedImportErrors << " more bad records\n";
+  err << "error: tuning log '" << a.db << "': nothing imported (" << r.errors.size() << " bad record"
+      << (r.errors.size() == 1 ? "" : "s") << " in " << joined(a.files) << "); the log is unchanged\n";
+  // A log this command created and left empty: leave no file behind.
+  if (left_empty) {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(a.db + suffix, ignored);
+  }
+  return 2;
 }
 
 int migrate(const Arguments& a, std::ostream& out) {
   expect_no_files(a);
+  if (!std::filesystem::exists(a.db))
+    throw UsageError{"tuning log '" + a.db + "' does not exist; there is nothing to migrate"};
   TuningLog::open(a.db, TuningLog::Mode::ReadWrite);  // opening for writing migrates
   out << a.db << ": schema is current\n";
   return 0;
 }
 
 }  // namespace
+
+RecordValidator record_validator() {
+  // Workloads recur on every line of a log, so each text is parsed once; traces are replayed each
+  // time (a cache keyed by the trace text would hold a second copy of the log).
+  struct Parsed {
+    std::unique_ptr<ComputeDAG> dag;  // null when the text does not parse
+    std::string problem;
+  };
+  auto parsed = std::make_shared<std::map<std::string, Parsed>>();
+  return [parsed](const MeasureRecord& r) -> std::optional<std::string> {
+    auto [it, fresh] = parsed->try_emplace(r.workload.text);
+    if (fresh) {
+      try {
+        it->second.dag = std::make_unique<ComputeDAG>(parse_dag_text(r.workload.text, "workload.text"));
+      } catch (const std::exception& e) {
+        it->second.problem = e.what();
+      }
+    }
+    const Parsed& workload = it->second;
+    if (!workload.dag) return workload.problem;
+    const std::string key = workload.dag->workload_key();
+    if (key != r.workload.key)
+      return "workload.key: '" + r.workload.key + "' is not the key of the workload's text (" + key + ")";
+    try {
+      replay(*workload.dag, trace_from_json(r.trace_json, "trace_json"));
+    } catch (const ScheduleError& e) {
+      return "trace_json: " + std::string(e.what());
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      return what.rfind("trace_json", 0) == 0 ? what : "trace_json: " + what;
+    }
+    return std::nullopt;
+  };
+}
 
 int run_db_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {

@@ -34,19 +34,27 @@ int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& 
 
 std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err,
                                          const TargetInfo& target) {
-  try {
-    TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);
-    std::optional<MeasureRecord> best = log.best(w.dag.workload_key(), target);
-    if (!best) {
-      err << "warning: no tuned schedule for workload " << w.dag.workload_key() << " (" << w.name << ") on target "
-          << target.kind << " " << target.arch << " in " << db << "; using the default schedule\n";
+  // A log that cannot be used is bad input (DatabaseError): the caller asked for its schedule, and
+  // running another one instead would answer a different question.
+  TuningLog log = TuningLog::open(db, TuningLog::Mode::ReadOnly);
+  // A schedule whose trace does not apply to this workload (an imported record, say) is passed
+  // over for the next best, with a warning.
+  RecordValidator applies = [&](const MeasureRecord& r) -> std::optional<std::string> {
+    try {
+      replay(w.dag, trace_from_json(r.trace_json, db + ": record " + std::to_string(r.id)));
       return std::nullopt;
+    } catch (const std::exception& e) {
+      err << "warning: skipping record " << r.id << " of " << db << ": " << e.what() << "\n";
+      return std::string(e.what());
     }
-    return trace_from_json(best->trace_json, db + ": record " + std::to_string(best->id));
-  } catch (const Error& e) {
-    err << "error: cannot use tuning log " << db << ": " << e.what() << "; using the default schedule\n";
+  };
+  std::optional<MeasureRecord> best = log.best(w.dag.workload_key(), target, applies);
+  if (!best) {
+    err << "warning: no tuned schedule for workload " << w.dag.workload_key() << " (" << w.name << ") on target "
+        << target.kind << " " << target.arch << " in " << db << "; using the default schedule\n";
     return std::nullopt;
   }
+  return trace_from_json(best->trace_json, db + ": record " + std::to_string(best->id));
 }
 
 }  // namespace tessel

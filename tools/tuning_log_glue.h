@@ -30,8 +30,9 @@ std::vector<double> milliseconds(const std::vector<double>& seconds);
 int64_t record_measurement(TuningLog& log, const Workload& w, const TargetInfo& target, const Trace& trace,
                            const Measurement& m);
 
-// The best recorded schedule for `w` on this CPU, or nullopt after printing to `err` why the default
-// schedule is used instead (a miss is a warning; an unreadable log is an error message, not a crash).
+// The best recorded schedule for `w` on `target` whose trace replays on `w`, or nullopt after a
+// warning on `err` that the default schedule is used instead (the log holds none). Throws
+// DatabaseError when the log cannot be used (missing, damaged, not a tessel log).
 std::optional<Trace> best_recorded_trace(const std::string& db, const Workload& w, std::ostream& err,
                                          const TargetInfo& target = host_llvm_target());
 

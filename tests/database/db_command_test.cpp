@@ -2,10 +2,12 @@
 #include "tools/db_command.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "database/tuning_log.h"
+#include "tests/database/real_records.h"
 #include "tests/database/test_support.h"
 
 using namespace tessel;
@@ -29,10 +31,12 @@ Result db(const std::vector<std::string>& args) {
 TEST_CASE("tessel db info, best, check and export on a sound log", "[database][cli]") {
   ScratchDir dir;
   std::string path = dir.file("log.db");
+  const WorkloadInfo mm = matmul_workload(4, 4, 4), conv = matmul_workload(8, 8, 8);  // keys: mm's sorts after
+  REQUIRE(conv.key < mm.key);
   TuningLog::open(path, TuningLog::Mode::ReadWrite)
-      .append({make_record("mm", 2e-3), make_record("mm", 1e-3),
-               make_record("mm", 1e-4, ErrorCode::WrongAnswer),
-               make_record("conv", 5e-3, ErrorCode::Ok, gpu_target())});
+      .append({real_record(mm, "a", 2e-3), real_record(mm, "b", 1e-3),
+               real_record(mm, "c", 1e-4, ErrorCode::WrongAnswer),
+               real_record(conv, "a", 5e-3, ErrorCode::Ok, gpu_target())});
 
   auto info = db({"info", "--db", path, "--json"});
   REQUIRE(info.code == 0);
@@ -48,10 +52,10 @@ TEST_CASE("tessel db info, best, check and export on a sound log", "[database][c
   REQUIRE(best.code == 0);
   auto list = nlohmann::json::parse(best.out);
   REQUIRE(list.size() == 2);
-  CHECK(list[0]["workload"] == "conv");
-  CHECK(list[1]["workload"] == "mm");
+  CHECK(list[0]["workload"] == conv.key);
+  CHECK(list[1]["workload"] == mm.key);
   CHECK(list[1]["median_s"] == 1e-3);
-  CHECK(list[1]["gflops"] == Approx(2000.0));
+  CHECK(list[1]["gflops"] == Approx(mm.flops / 1e-3 * 1e-9));
   auto table = db({"best", "--db", path});
   CHECK(table.code == 0);
   CHECK_THAT(table.out, Catch::Contains("1.000 ms") && Catch::Contains("llvm/x86-64-v3"));
@@ -81,7 +85,7 @@ TEST_CASE("tessel db info, best, check and export on a sound log", "[database][c
 TEST_CASE("tessel db reports bad arguments and bad files with exit code 2", "[database][cli]") {
   ScratchDir dir;
   std::string path = dir.file("log.db");
-  TuningLog::open(path, TuningLog::Mode::ReadWrite).append({make_record("mm", 1e-3)});
+  TuningLog::open(path, TuningLog::Mode::ReadWrite).append({real_record(matmul_workload(), "a", 1e-3)});
 
   auto expect_error = [](const Result& r, const std::string& fragment) {
     INFO(r.err);
@@ -104,7 +108,9 @@ TEST_CASE("tessel db reports bad arguments and bad files with exit code 2", "[da
   write_file(bad, "{\"v\":1}\n" + good_line);
   std::string target = dir.file("target.db");
   auto imported = db({"import", "--db", target, bad});
-  expect_error(imported, "bad.jsonl: line 1: missing field 'workload'");
-  CHECK_THAT(imported.out, Catch::Contains("imported 1"));  // the good line still went in
+  expect_error(imported, "bad.jsonl: line 1: workload: missing");
+  CHECK_THAT(imported.err, Catch::Contains("nothing imported"));
+  CHECK(imported.out.empty());  // the good line waits for the bad one to be fixed
+  CHECK_FALSE(std::filesystem::exists(target));  // and the log the import would have created is not left behind
   CHECK(db({"help"}).code == 0);
 }

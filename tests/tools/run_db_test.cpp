@@ -81,7 +81,7 @@ TEST_CASE("run --best on a miss warns and uses the default schedule", "[cli][db]
   CHECK(nlohmann::json::parse(r.out)["schedule_source"] == "default");
 }
 
-TEST_CASE("run --best against a damaged log says so and falls back to the default schedule", "[cli][db]") {
+TEST_CASE("run --best against a damaged log is bad input, not a run of another schedule", "[cli][db]") {
   TempDir dir;
   std::string db = dir.file("log.db");
   REQUIRE(tessel(matmul_run(db, {"--record"})).exit_code == 0);
@@ -92,13 +92,17 @@ TEST_CASE("run --best against a damaged log says so and falls back to the defaul
     f.seekp(0);
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
+  auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string damaged = bytes_of(db);
   RunResult r = tessel(matmul_run(db, {"--best", "--json", "--check"}));
   INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK(r.err.rfind("error: cannot use tuning log", 0) == 0);
-  nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(j["schedule_source"] == "default");
-  CHECK(j["correct"] == true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.rfind("error: tuning log '" + db + "' is damaged", 0) == 0);
+  CHECK(r.out.empty());
+  CHECK(bytes_of(db) == damaged);
 }
 
 TEST_CASE("run: record and best need a log, and best excludes a schedule", "[cli][db][input]") {

@@ -75,8 +75,8 @@ tests), lib/ (carried shared libraries).
 Needs on the host: glibc, the NVIDIA driver (libcuda.so.1) and NVRTC (libnvrtc.so, from the CUDA toolkit).
 TXT
 du -sh "$OUT"
-# The compressed copy is what travels to a GPU host (carry/ is ignored by git): unpacked there by
-# experiments/tune/run_gpu.sh when bundle/ is missing.
-mkdir -p carry
-tar -C "$(dirname "$OUT")" -czf carry/bundle.tgz "$(basename "$OUT")"
-echo "compressed: $(du -h carry/bundle.tgz | cut -f1) (carry/bundle.tgz)"
+# The compressed copy is what travels to a GPU host (dist/ is ignored by git): unpacked there by the
+# GPU scripts under experiments/ when bundle/ is missing.
+mkdir -p dist
+tar -C "$(dirname "$OUT")" -czf dist/bundle.tgz "$(basename "$OUT")"
+echo "compressed: $(du -h dist/bundle.tgz | cut -f1) (dist/bundle.tgz)"

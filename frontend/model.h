@@ -16,8 +16,8 @@ namespace tessel {
 
 struct Model {
   std::string path;
-  Graph graph;            // simplified
-  Partition partition;    // the subgraphs, in an order that runs
+  Graph graph;          // simplified
+  Partition partition;  // the subgraphs, in an order that runs
   std::vector<ModelTask> tasks;
 };
 

@@ -14,7 +14,7 @@ namespace {
 nlohmann::json params_json(const std::vector<BufferParam>& params) {
   nlohmann::json out = nlohmann::json::array();
   for (const BufferParam& p : params)
-    out.push_back({{"name", p.name}, {"shape", p.shape}, {"output", p.is_output}});
+    out.push_back({{"name", p.name}, {"dtype", to_string(p.dtype)}, {"shape", p.shape}, {"output", p.is_output}});
   return out;
 }
 
@@ -25,6 +25,11 @@ std::vector<BufferParam> params_from(const nlohmann::json& j) {
     b.name = p.at("name").get<std::string>();
     b.shape = p.at("shape").get<std::vector<int64_t>>();
     b.is_output = p.at("output").get<bool>();
+    // A manifest without a dtype (float32 was the only one) reads as float32.
+    const std::string dtype = p.value("dtype", std::string("float32"));
+    if (dtype == "int64") b.dtype = DType::Int64;
+    else if (dtype == "bool") b.dtype = DType::Bool;
+    else if (dtype != "float32") throw Error("artifact parameter " + b.name + ": unknown dtype " + dtype);
     params.push_back(std::move(b));
   }
   return params;

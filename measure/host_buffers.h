@@ -1,6 +1,6 @@
-// Host memory for one kernel call: a 64-byte aligned buffer per parameter of a LoweredFunc, inputs
-// filled from HostTensors, outputs poisoned with NaN before each checked run so a kernel that skips
-// an element can never pass.
+// Host memory for one kernel call: a 64-byte aligned buffer per parameter of a LoweredFunc (of its
+// element type), inputs filled from HostTensors, outputs poisoned before each checked run so a
+// kernel that skips an element can never pass (measure/typed_values.h).
 #pragma once
 
 #include <memory>
@@ -26,10 +26,10 @@ class HostBuffers {
 
  private:
   struct Free {
-    void operator()(float* p) const;
+    void operator()(void* p) const;
   };
   std::vector<BufferParam> params_;
-  std::vector<std::unique_ptr<float, Free>> data_;
+  std::vector<std::unique_ptr<void, Free>> data_;  // each of its parameter's element type
   std::vector<int64_t> sizes_;
   std::vector<void*> pointers_;
 };

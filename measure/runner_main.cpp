@@ -32,6 +32,7 @@
 #include "measure/device_buffers.h"
 #include "measure/run_settings.h"
 #include "measure/timer.h"
+#include "measure/typed_values.h"
 #include "measure/workload_data.h"
 #include "schedule/te/error.h"
 
@@ -76,12 +77,12 @@ class GuardedBuffer {
     base_ = static_cast<char*>(mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
     if (base_ == MAP_FAILED || mprotect(base_ + kGuard, body_, PROT_READ | PROT_WRITE) != 0)
       throw Error("cannot allocate " + std::to_string(bytes) + " bytes for a buffer");
-    data_ = reinterpret_cast<float*>(base_ + kGuard + body_ - want);
+    data_ = base_ + kGuard + body_ - want;
   }
   ~GuardedBuffer() { munmap(base_, size_); }
   GuardedBuffer(const GuardedBuffer&) = delete;
   GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-  float* data() const { return data_; }
+  void* data() const { return data_; }
 
  private:
   // Address space only (never backed by memory): wide enough that a write 16 Mi floats past the end
@@ -89,7 +90,7 @@ class GuardedBuffer {
   static constexpr size_t kGuard = size_t{256} << 20;
   char* base_;
   size_t body_, size_;
-  float* data_;
+  char* data_;
 };
 
 // Evicts the CPU caches by writing a buffer twice the size of the last-level cache.
@@ -140,19 +141,20 @@ class CpuBackend : public Backend {
     std::vector<void*> args;
     for (const BufferParam& p : a.params) {
       int64_t n = num_elements(p);
-      buffers.push_back(std::make_unique<GuardedBuffer>(n * 4));
-      float* d = buffers.back()->data();
-      if (p.is_output)
-        std::fill(d, d + n, std::numeric_limits<float>::quiet_NaN());
-      else
-        std::memcpy(d, input_of(data, p), static_cast<size_t>(n) * 4);
+      buffers.push_back(std::make_unique<GuardedBuffer>(n * element_bytes(p.dtype)));
+      void* d = buffers.back()->data();
+      if (p.is_output) poison_values(p.dtype, n, d);
+      else store_values(p.dtype, input_of(data, p), n, d);
       args.push_back(d);
     }
     auto start = std::chrono::steady_clock::now();
     kernel->run(args.data());
     double checked_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     checked();
-    std::string wrong = compare(data, a.params, [&](size_t i) { return buffers[i]->data(); });
+    std::vector<std::vector<float>> results(a.params.size());
+    for (size_t i = 0; i < a.params.size(); ++i)
+      if (a.params[i].is_output) results[i] = load_values(a.params[i].dtype, buffers[i]->data(), num_elements(a.params[i]));
+    std::string wrong = compare(data, a.params, [&](size_t i) { return results[i].data(); });
     if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
 
     if (s.flush && !flusher_) flusher_ = std::make_unique<CacheFlusher>();

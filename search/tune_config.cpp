@@ -8,7 +8,22 @@ namespace tessel {
 void apply_tune_config(const std::string& path, TuneOptions& options) {
   const nlohmann::json root = parse_json_file(path);
   const JsonObject config(root, path + ": ");
-  config.allow_only({"costmodel", "search", "leaders"});
+  config.allow_only({"costmodel", "search", "leaders", "scheduling"});
+  if (std::optional<JsonObject> scheduling = config.object("scheduling")) {
+    scheduling->allow_only({"objective", "plateau_rounds", "plateau_gain"});
+    if (std::optional<std::string> objective = scheduling->string("objective")) {
+      if (*objective == "latency")
+        options.scheduling.objective = SchedulerObjective::ModelLatency;
+      else if (*objective == "geomean")
+        options.scheduling.objective = SchedulerObjective::GeometricMeanSpeedup;
+      else
+        throw InputError(scheduling->field("objective") + ": '" + *objective + "' is not latency or geomean");
+    }
+    if (std::optional<int64_t> rounds = scheduling->integer("plateau_rounds", 0, 100000))
+      options.scheduling.plateau_rounds = static_cast<int>(*rounds);
+    options.scheduling.plateau_gain =
+        scheduling->number("plateau_gain", 0, 0.99).value_or(options.scheduling.plateau_gain);
+  }
   if (const nlohmann::json* section = root.contains("costmodel") ? &root.at("costmodel") : nullptr)
     options.costmodel = cost_model_choice_from_json(*section, config.field("costmodel"));
   if (std::optional<JsonObject> search = config.object("search")) {
@@ -40,7 +55,7 @@ void apply_tune_config(const std::string& path, TuneOptions& options) {
 CostModelChoice read_cost_model_config(const std::string& path) {
   const nlohmann::json root = parse_json_file(path);
   const JsonObject config(root, path + ": ");
-  config.allow_only({"costmodel", "search", "leaders"});
+  config.allow_only({"costmodel", "search", "leaders", "scheduling"});
   if (!root.contains("costmodel")) return {};
   return cost_model_choice_from_json(root.at("costmodel"), config.field("costmodel"));
 }

@@ -13,6 +13,10 @@ void validate_tune_options(const TuneOptions& o) {
     throw InputError("the time budget must be a positive number of seconds");
   if (o.leaders.leaders < 0) throw InputError("leaders.retime must not be negative");
   if (o.leaders.timings < 1) throw InputError("leaders.timings must be at least 1");
+  if (o.scheduling.plateau_rounds && *o.scheduling.plateau_rounds < 0)
+    throw InputError("scheduling.plateau_rounds must not be negative");
+  if (!(o.scheduling.plateau_gain >= 0 && o.scheduling.plateau_gain < 1))
+    throw InputError("scheduling.plateau_gain must lie in [0, 1)");
   if (o.search.population < 2) throw InputError("search.population must be at least 2");
   if (o.search.generations < 0) throw InputError("search.generations must not be negative");
   if (!(o.search.crossover_ratio >= 0 && o.search.crossover_ratio <= 1) ||
@@ -31,6 +35,15 @@ bool resolved_yardstick(const TuneOptions& o) { return o.leaders.yardstick.value
 
 SearchTarget search_target(const TuneOptions& o) { return SearchTarget{o.target == TargetKind::Cuda, o.cpu, o.gpu}; }
 
+SchedulerOptions scheduler_options(const TuneOptions& o) {
+  SchedulerOptions s;
+  s.objective = o.scheduling.objective.value_or(o.shared_budget ? SchedulerObjective::ModelLatency
+                                                                : SchedulerObjective::GeometricMeanSpeedup);
+  s.plateau_rounds = o.scheduling.plateau_rounds.value_or(o.shared_budget ? 5 : 0);
+  s.plateau_gain = o.scheduling.plateau_gain;
+  return s;
+}
+
 MeasureOptions measure_options(const TuneOptions& o) {
   MeasureOptions m = o.measure;
   m.target = o.target;
@@ -42,6 +55,7 @@ std::string tune_options_json(const TuneOptions& o, const CostModel& model) {
   nlohmann::json j;
   j["target"] = target_kind_name(o.target);
   j["trials"] = o.trials;
+  j["shared_budget"] = o.shared_budget;
   j["batch"] = resolved_batch(o);
   j["seed"] = o.seed;
   j["time_budget_s"] = optional(o.time_budget_s);
@@ -59,6 +73,10 @@ std::string tune_options_json(const TuneOptions& o, const CostModel& model) {
                   {"timings", o.leaders.timings},
                   {"spread", o.leaders.spread},
                   {"yardstick", resolved_yardstick(o)}};
+  const SchedulerOptions scheduler = scheduler_options(o);
+  j["scheduling"] = {{"objective", scheduler.objective == SchedulerObjective::ModelLatency ? "latency" : "geomean"},
+                     {"plateau_rounds", scheduler.plateau_rounds},
+                     {"plateau_gain", scheduler.plateau_gain}};
   j["search"] = {{"strategy", o.search.strategy},
                  {"population", o.search.population},
                  {"generations", o.search.generations},

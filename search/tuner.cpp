@@ -36,7 +36,9 @@ class Tuner {
 
   std::vector<TaskStatus> run() {
     open();
-    TaskScheduler scheduler(weights());
+    TaskScheduler scheduler(weights(), scheduler_options(session_.options));
+    if (trials_left_shared() <= 0)
+      for (auto& task : tasks_) task->status.done = true;
     for (size_t i = 0; i < tasks_.size(); ++i)
       if (tasks_[i]->status.done) scheduler.finish(i);
     while (std::optional<size_t> next = scheduler.next()) {
@@ -45,11 +47,13 @@ class Tuner {
         break;
       }
       TuningTask& task = *tasks_[*next];
-      const bool measured = run_round(task, session_, *next);
+      const bool measured = run_round(task, session_, *next, trials_left(task));
       if (measured)
         scheduler.record(*next, task.status.trials,
                          task.status.best_s.value_or(std::numeric_limits<double>::infinity()));
+      if (!task.status.done && scheduler.plateaued(*next)) stop_plateaued(task);
       if (task.status.done) scheduler.finish(*next);
+      if (session_.options.shared_budget && trials_left_shared() <= 0) finish_all(scheduler);
       if (measured && session_.callbacks.on_round) session_.callbacks.on_round(statuses(), *next);
     }
     save_model();
@@ -99,6 +103,43 @@ class Tuner {
     const Clock::time_point learn_start = Clock::now();
     model_->update(history);
     session_.note("learned in " + std::to_string(static_cast<int>(seconds_since(learn_start))) + " s");
+  }
+
+  // What the budget leaves for a task's next round: its own remainder, or the session's when shared.
+  // A shared budget keeps enough for a first round of every task not yet measured: a task's share
+  // of what is left is then at most an equal part.
+  int64_t trials_left(const TuningTask& task) const {
+    if (!session_.options.shared_budget) return task.status.budget - task.status.trials;
+    const int64_t left = trials_left_shared();
+    if (task.status.trials > 0) return left;
+    int64_t unmeasured = 0;
+    for (const auto& t : tasks_) unmeasured += t->status.trials == 0 && !t->status.done ? 1 : 0;
+    return std::max<int64_t>(1, left / std::max<int64_t>(1, unmeasured));
+  }
+  int64_t trials_left_shared() const {
+    if (!session_.options.shared_budget) return 1;
+    int64_t used = 0;
+    for (const auto& task : tasks_) used += task->status.trials;
+    return session_.options.trials - used;
+  }
+
+  // A shared budget spent: every task is done, and the ones still owed leader timings get them.
+  void finish_all(TaskScheduler& scheduler) {
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      TuningTask& task = *tasks_[i];
+      if (!task.status.done && task.had_round) retime_leaders(task, session_, false);
+      task.status.done = true;
+      scheduler.finish(i);
+    }
+  }
+
+  void stop_plateaued(TuningTask& task) {
+    const SchedulerOptions s = scheduler_options(session_.options);
+    session_.note(task.status.name + ": best unchanged (under " +
+                  std::to_string(static_cast<int>(s.plateau_gain * 100)) + "% better) for " +
+                  std::to_string(s.plateau_rounds) + " rounds; its trials go to the other tasks");
+    retime_leaders(task, session_, false);
+    task.status.done = true;
   }
 
   bool out_of_time() const {

@@ -30,9 +30,9 @@ struct Batch {
 
 // The default schedule first, until it has a trial (the baseline every speed-up is measured
 // against), then what the search proposes, up to the round's share of the budget.
-Batch propose(TuningTask& task, const SessionContext& session) {
+Batch propose(TuningTask& task, const SessionContext& session, int64_t trials_left) {
   const TaskStatus& s = task.status;
-  const int64_t wanted = std::min<int64_t>(resolved_batch(session.options), s.budget - s.trials);
+  const int64_t wanted = std::min<int64_t>(resolved_batch(session.options), trials_left);
   Batch batch;
   if (!s.default_measured) {
     batch.traces.push_back(task.default_trace);
@@ -86,7 +86,7 @@ void learn(TuningTask& task, const SessionContext& session, const Batch& batch,
 
 }  // namespace
 
-bool run_round(TuningTask& task, const SessionContext& session, size_t index) {
+bool run_round(TuningTask& task, const SessionContext& session, size_t index, int64_t trials_left) {
   TaskStatus& s = task.status;
   task.timings.next_round();
   task.had_round = true;
@@ -96,7 +96,7 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index) {
   split.setup_s = task.measurer_setup_s;
   task.measurer_setup_s = 0;
   watch.lap();
-  const Batch batch = propose(task, session);
+  const Batch batch = propose(task, session, trials_left);
   split.search_s = watch.lap();
   if (batch.traces.empty()) {
     session.note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
@@ -108,7 +108,7 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index) {
     split.measure_s = watch.lap();
     learn(task, session, batch, results);
     split.learn_s = watch.lap();
-    const bool last = s.trials >= s.budget;
+    const bool last = static_cast<int64_t>(results.size()) >= trials_left;
     retime_leaders(task, session, session.options.leaders.spread && !last);  // the task's last round settles
     split.retime_s = watch.lap();
     s.done = last;

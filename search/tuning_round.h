@@ -11,8 +11,9 @@
 
 namespace tessel {
 
-// Runs one round; false when there was nothing left to measure (the task is then done). `index`:
-// the task's place in the session, for the build-progress callback.
-bool run_round(TuningTask& task, const SessionContext& session, size_t index);
+// Runs one round of at most `trials_left` trials (what the budget leaves: the task's, or the
+// session's when it is shared); false when there was nothing left to measure (the task is then
+// done). `index`: the task's place in the session, for the build-progress callback.
+bool run_round(TuningTask& task, const SessionContext& session, size_t index, int64_t trials_left);
 
 }  // namespace tessel

@@ -45,6 +45,7 @@ TuningTask::TuningTask(const TuneTask& task, size_t index, const TuneOptions& op
   status.name = task.name;
   status.workload_key = task.dag.workload_key();
   status.budget = options.trials;
+  status.weight = task.weight;
 }
 
 TuningTask::LoggedTrials TuningTask::resume(const SessionContext& session) {
@@ -78,7 +79,7 @@ TuningTask::LoggedTrials TuningTask::resume(const SessionContext& session) {
   }
   refresh_latencies();
   status.trials_at_start = status.trials;
-  status.done = status.trials >= status.budget;
+  status.done = !options_.shared_budget && status.trials >= status.budget;  // a shared budget: the tuner's call
   return logged;
 }
 

@@ -39,7 +39,8 @@ struct TaskStatus {
   std::string workload_key;
   int64_t trials = 0;  // in the log, for this target
   int64_t trials_at_start = 0;
-  int64_t budget = 0;
+  int64_t budget = 0;               // this task's, or the whole session's when the budget is shared
+  double weight = 1;                // occurrences in the model
   int64_t errors = 0;               // error records among `trials`
   int64_t retimes = 0;              // retime records in the log, for this target (not trials)
   std::optional<double> default_s;  // the default schedule's latency estimate (unset: no correct timing)
@@ -49,7 +50,7 @@ struct TaskStatus {
   double seconds = 0;    // wall time spent on the task this session
   TimeSplit time;        // that time by phase, summed over the session's rounds
   TimeSplit last_round;  // the latest round's
-  bool done = false;     // budget reached or space exhausted
+  bool done = false;     // budget reached, space exhausted or no longer improving
 };
 
 // What a session tells its caller as it goes (the CLI's progress display).

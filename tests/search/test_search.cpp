@@ -1,9 +1,8 @@
 // The search's parts: sketches and their decisions, the schedules they make (checked against the
 // reference interpreter at odd shapes), mutation and crossover through the search policy, and the
 // task scheduler.
-#include <catch2/catch.hpp>
 #include <algorithm>
-
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -33,8 +32,18 @@ const std::vector<OpCase>& op_cases() {
       {"matmul", {{"M", "61"}, {"N", "7"}, {"K", "13"}}},
       {"dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "gelu"}}},
       {"batch_matmul", {{"B", "3"}, {"M", "7"}, {"N", "13"}, {"K", "61"}}},
-      {"conv2d", {{"N", "1"}, {"C", "3"}, {"H", "7"}, {"W", "13"}, {"F", "5"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
-                  {"stride", "2"}, {"bias", "1"}, {"act", "relu"}}},
+      {"conv2d",
+       {{"N", "1"},
+        {"C", "3"},
+        {"H", "7"},
+        {"W", "13"},
+        {"F", "5"},
+        {"KH", "3"},
+        {"KW", "3"},
+        {"pad", "1"},
+        {"stride", "2"},
+        {"bias", "1"},
+        {"act", "relu"}}},
       {"softmax", {{"rows", "7"}, {"cols", "61"}}},
       {"layernorm", {{"rows", "13"}, {"cols", "127"}}},
       {"rmsnorm", {{"rows", "13"}, {"cols", "61"}}},
@@ -122,14 +131,23 @@ TEST_CASE("sampled tiles include non-divisible lengths and stay within the loop"
   CHECK(non_divisible);
 }
 
-TEST_CASE("CPU contraction sketch: a packed operand is copied to a local tile and computes right",
-          "[search][sketch]") {
+TEST_CASE("CPU contraction sketch: a packed operand is copied to a local tile and computes right", "[search][sketch]") {
   const std::vector<OpCase> cases = {
       {"matmul", {{"M", "61"}, {"N", "127"}, {"K", "771"}}},
       {"dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "gelu"}}},
       {"batch_matmul", {{"B", "3"}, {"M", "7"}, {"N", "13"}, {"K", "61"}}},
-      {"conv2d", {{"N", "1"}, {"C", "3"}, {"H", "7"}, {"W", "13"}, {"F", "5"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
-                  {"stride", "2"}, {"bias", "1"}, {"act", "relu"}}},
+      {"conv2d",
+       {{"N", "1"},
+        {"C", "3"},
+        {"H", "7"},
+        {"W", "13"},
+        {"F", "5"},
+        {"KH", "3"},
+        {"KW", "3"},
+        {"pad", "1"},
+        {"stride", "2"},
+        {"bias", "1"},
+        {"act", "relu"}}},
   };
   for (const OpCase& c : cases) {
     ComputeDAG dag = build_op(c.op, c.params);
@@ -170,7 +188,7 @@ TEST_CASE("CPU contraction sketch: a packed operand is copied to a local tile an
     Decider sampler(3);
     std::vector<TraceDecision> decisions = apply_sketch(sketch, dag, sampler).trace.decisions;
     const std::map<std::string, std::vector<int64_t>> forced = {
-        {"C/i", {64, 1}},      {"C/j", {512, 1}},         {"C.parallel", {0}}, {"C.local.at", {0}},
+        {"C/i", {64, 1}},      {"C/j", {512, 1}},      {"C.parallel", {0}},  {"C.local.at", {0}},
         {"C.local/i", {1, 4}}, {"C.local/j", {4, 16}}, {"C.local.pack", {1}}};
     for (TraceDecision& d : decisions)
       if (forced.count(d.name)) d.values = forced.at(d.name);
@@ -348,6 +366,41 @@ TEST_CASE("task scheduler: one round each first, then by weighted expected gain"
   CHECK_THROWS(TaskScheduler({1.0, 0.0}));
 }
 
+TEST_CASE("task scheduler: unrelated workloads by relative gain; a task that stops improving stops",
+          "[search][scheduler]") {
+  // Model latency: the slow task's absolute gain wins. Geometric mean of speed-ups: the same
+  // relative gain counts alike, so the fast task that improves faster (relatively) wins.
+  for (SchedulerObjective objective : {SchedulerObjective::ModelLatency, SchedulerObjective::GeometricMeanSpeedup}) {
+    SchedulerOptions o;
+    o.objective = objective;
+    TaskScheduler s({1.0, 1.0}, o);
+    s.record(0, 10, 10e-3);
+    s.record(1, 10, 10e-6);
+    s.record(0, 20, 9e-3);  // 10% better
+    s.record(1, 20, 8e-6);  // 20% better
+    CHECK(*s.next() == (objective == SchedulerObjective::ModelLatency ? 0u : 1u));
+  }
+  SchedulerOptions o;
+  o.plateau_rounds = 3;
+  TaskScheduler p({1.0, 1.0}, o);
+  for (int64_t round = 1; round <= 3; ++round) {
+    p.record(0, round * 10, 1.0);                               // never better
+    p.record(1, round * 10, 1.0 / static_cast<double>(round));  // better every round
+  }
+  CHECK_FALSE(p.plateaued(0));  // three rounds, not yet three without a gain
+  p.record(0, 40, 0.995);       // under 1%: no gain
+  p.record(1, 40, 0.2);
+  CHECK(p.plateaued(0));
+  CHECK_FALSE(p.plateaued(1));
+  CHECK(*p.next() == 1);
+  p.finish(1);
+  CHECK_FALSE(p.next().has_value());  // the plateaued task gets no more rounds
+  // Off by default.
+  TaskScheduler never({1.0});
+  for (int64_t round = 1; round <= 10; ++round) never.record(0, round, 1.0);
+  CHECK_FALSE(never.plateaued(0));
+}
+
 TEST_CASE("GPU row sketch stages a row read by several passes in shared memory", "[search][gpu]") {
   ComputeDAG dag = build_op("softmax", {{"rows", "7"}, {"cols", "61"}});
   std::vector<Sketch> sketches = gpu_sketches(dag, GpuTargetSpec{});
@@ -372,8 +425,12 @@ TEST_CASE("GPU limits count the shared arrays that combine a reduction across wa
   options.target = LowerTarget::Gpu;
   options.gpu_limits.max_shared_bytes = GpuTargetSpec{}.max_shared_bytes;
   auto lowered = [&](int64_t per_block) {
-    Decider d(1, {{"rows.threads", {64}},  {"rows.stage_in_shared", {1}}, {"rows.combine_by_shuffles", {1}},
-                  {"rows.per_block", {per_block}}, {"rows.unroll", {1}}, {"rows.output_vector", {1}}});
+    Decider d(1, {{"rows.threads", {64}},
+                  {"rows.stage_in_shared", {1}},
+                  {"rows.combine_by_shuffles", {1}},
+                  {"rows.per_block", {per_block}},
+                  {"rows.unroll", {1}},
+                  {"rows.output_vector", {1}}});
     return replay(dag, apply_sketch(sketches[0], dag, d).trace);
   };
   CHECK_THROWS_WITH(lower(lowered(8), "full", options),
@@ -382,8 +439,15 @@ TEST_CASE("GPU limits count the shared arrays that combine a reduction across wa
 }
 
 TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one thread", "[search][gpu]") {
-  ComputeDAG dag = build_op("conv2d", {{"N", "2"}, {"C", "3"}, {"H", "13"}, {"W", "7"}, {"F", "3"}, {"KH", "3"},
-                                       {"KW", "3"}, {"pad", "1"}, {"groups", "3"}});
+  ComputeDAG dag = build_op("conv2d", {{"N", "2"},
+                                       {"C", "3"},
+                                       {"H", "13"},
+                                       {"W", "7"},
+                                       {"F", "3"},
+                                       {"KH", "3"},
+                                       {"KW", "3"},
+                                       {"pad", "1"},
+                                       {"groups", "3"}});
   std::vector<Sketch> sketches = gpu_sketches(dag, GpuTargetSpec{});
   Decider d(1);
   SketchResult r = apply_sketch(sketches[0], dag, d);
@@ -403,8 +467,11 @@ TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one t
 
   // Two rows a thread: the output's row axis split [blocks, threadIdx.y, 2 unrolled], inside the
   // thread's column loop, and the register tile's row loop unrolled too.
-  Decider two(1, {{"elementwise.threads", {32}}, {"short.outputs_per_thread", {4}}, {"short.rows_per_block", {2}},
-                  {"short.rows_per_thread", {2}}, {"short.unroll_window", {1}}});
+  Decider two(1, {{"elementwise.threads", {32}},
+                  {"short.outputs_per_thread", {4}},
+                  {"short.rows_per_block", {2}},
+                  {"short.rows_per_thread", {2}},
+                  {"short.unroll_window", {1}}});
   Trace t = apply_sketch(sketches[0], dag, two).trace;
   INFO(trace_to_json(t, true));
   CHECK(has_split(t, "oh", {2, 2}));
@@ -412,10 +479,18 @@ TEST_CASE("GPU sketch of a depthwise convolution runs each short window in one t
   CHECK_NOTHROW(lower(replay(dag, t), "two rows", options));
 }
 
-TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a block, no guarded tail", "[search][gpu]") {
+TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a block, no guarded tail",
+          "[search][gpu]") {
   // 112 columns = 28 threads x 4 outputs exactly; rows of the block on threadIdx.y.
-  ComputeDAG dag = build_op("conv2d", {{"N", "2"}, {"C", "8"}, {"H", "12"}, {"W", "112"}, {"F", "8"}, {"KH", "3"},
-                                       {"KW", "3"}, {"pad", "1"}, {"groups", "8"}});
+  ComputeDAG dag = build_op("conv2d", {{"N", "2"},
+                                       {"C", "8"},
+                                       {"H", "12"},
+                                       {"W", "112"},
+                                       {"F", "8"},
+                                       {"KH", "3"},
+                                       {"KW", "3"},
+                                       {"pad", "1"},
+                                       {"groups", "8"}});
   Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
   INFO(trace_to_json(t, true));
   CHECK(has_split(t, "ow", {28, 4}));

@@ -53,6 +53,9 @@ double column_max(const ProgramFeatures& f, const std::string& name) {
 // learnable from the features (and not found by chance in a few rounds), so that a cost model can guide a search.
 class StandInMachine : public TuningMachine {
  public:
+  // With `flat`, every schedule takes the same time: nothing ever improves.
+  bool flat = false;
+
   struct Measurer : CandidateMeasurer {
     explicit Measurer(ComputeDAG dag, StandInMachine* machine) : dag(std::move(dag)), machine(machine) {}
     std::vector<MeasureResult> measure(const std::vector<Candidate>& candidates,
@@ -62,10 +65,12 @@ class StandInMachine : public TuningMachine {
         MeasureResult r;
         try {
           const ProgramFeatures f = features_of_schedule(dag, candidates[i].trace, FeatureTarget{});
-          r.median_s =
-              1e-3 * (1 + std::abs(std::log2(std::max(1.0, column_max(f, "vec_len"))) - 3)) *
-              (1 + 0.5 * column_max(f, "num_guards")) * (1 + 0.3 * std::abs(column_max(f, "parallel_prod") - 4)) *
-              (1 + 0.2 * std::abs(column_max(f, "unroll_copies") - 3)) * (1 + 0.1 * column_max(f, "int_divmod"));
+          r.median_s = machine->flat ? 1e-3
+                                     : 1e-3 * (1 + std::abs(std::log2(std::max(1.0, column_max(f, "vec_len"))) - 3)) *
+                                           (1 + 0.5 * column_max(f, "num_guards")) *
+                                           (1 + 0.3 * std::abs(column_max(f, "parallel_prod") - 4)) *
+                                           (1 + 0.2 * std::abs(column_max(f, "unroll_copies") - 3)) *
+                                           (1 + 0.1 * column_max(f, "int_divmod"));
           r.samples_s = {r.median_s};
         } catch (const ScheduleError& e) {
           r.error = ErrorCode::Instantiation;
@@ -289,4 +294,47 @@ TEST_CASE("tuner: the learned cost model guides the search to faster schedules t
   }
   INFO("guided " << guided << " s, random ranking " << unguided << " s (sum of three sessions' best)");
   CHECK(guided < unguided);
+}
+
+TEST_CASE("tuner: a model's budget is shared by its tasks, counted over the log", "[search][tuner]") {
+  TempLog scratch;
+  TuningLog log = scratch.open();
+  std::vector<TuneTask> tasks = {matmul_task(61, 13, 7), matmul_task(7, 61, 13)};
+  tasks[1].weight = 3;
+  TuneOptions options = small_options(22, 4);
+  options.shared_budget = true;
+  options.scheduling.plateau_rounds = 0;
+  StandInMachine machine;
+  std::vector<TaskStatus> result = tune(tasks, log, options, machine);
+  CHECK(result[0].trials + result[1].trials == 22);
+  CHECK(result[0].trials >= 4);  // every task has a first round
+  CHECK(result[1].trials >= 4);
+  CHECK(result[1].weight == 3);
+  CHECK(result[0].done);
+  CHECK(result[1].done);
+  // Resumed with a larger total: only the difference, wherever the scheduler sends it.
+  options.trials = 30;
+  StandInMachine again;
+  result = tune(tasks, log, options, again);
+  CHECK(result[0].trials + result[1].trials == 30);
+  CHECK(again.measured >= 8);
+}
+
+TEST_CASE("tuner: a task whose best stops improving gets no more trials", "[search][tuner]") {
+  TempLog scratch;
+  TuningLog log = scratch.open();
+  TuneOptions options = small_options(400, 4);
+  options.shared_budget = true;  // plateau stopping after 5 rounds is the default for a model
+  StandInMachine machine;
+  machine.flat = true;
+  std::vector<std::string> notes;
+  TuneCallbacks callbacks;
+  callbacks.on_note = [&](const std::string& text) { notes.push_back(text); };
+  std::vector<TaskStatus> result =
+      tune({matmul_task(61, 13, 7), matmul_task(7, 61, 13)}, log, options, machine, callbacks);
+  // Each stops after its sixth round (five after the first without a gain): 24 trials each.
+  CHECK(result[0].trials == 24);
+  CHECK(result[1].trials == 24);
+  CHECK(std::count_if(notes.begin(), notes.end(),
+                      [](const std::string& n) { return n.find("best unchanged") != std::string::npos; }) == 2);
 }

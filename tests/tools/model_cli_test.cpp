@@ -1,0 +1,109 @@
+// `tessel tasks` and `tessel tune MODEL.onnx` through the real binary, on small models from ONNX's
+// test data (Debian's libonnx-testdata): the task table, a tuning session sharing one budget that
+// resumes from the log, and bad models and options refused with exit 2 before anything is recorded.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../skip.h"
+#include "subprocess.h"
+
+using tessel_test::export_records;
+using tessel_test::RunResult;
+using tessel_test::TempDir;
+using tessel_test::tessel;
+
+namespace {
+
+const std::string kData = "/usr/share/libonnx-testdata/data/";
+
+// An ONNX test model, or "" (and the test skipped) when the test data is not installed.
+std::string test_model(const std::string& name) {
+  const std::string path = kData + name + "/model.onnx";
+  if (!std::filesystem::exists(path)) {
+    tessel_test::skip_test("ONNX's test data is not installed (Debian: libonnx-testdata)");
+    return "";
+  }
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("tasks lists a model's fused subgraphs by workload", "[cli][model]") {
+  const std::string model = test_model("pytorch-converted/test_Conv2d_depthwise_padded");
+  if (model.empty()) return;
+  RunResult table = tessel({"tasks", model});
+  INFO(table.out << table.err);
+  REQUIRE(table.exit_code == 0);
+  CHECK_THAT(table.out, Catch::Contains("fused subgraphs") && Catch::Contains("Conv") &&
+                            Catch::Contains("estimated model latency"));
+  RunResult json = tessel({"tasks", model, "--json", "--target", "cuda"});
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  CHECK(j["target"] == "cuda");
+  REQUIRE(j["tasks"].size() >= 1);
+  int weights = 0;
+  double shares = 0;
+  for (const nlohmann::json& t : j["tasks"]) {
+    weights += t["weight"].get<int>();
+    shares += t["share"].get<double>();
+    CHECK(t["key"].get<std::string>().size() == 16);
+  }
+  CHECK(weights == j["subgraphs"].get<int>());
+  CHECK(shares == Approx(1.0));
+}
+
+TEST_CASE("tune MODEL shares one budget over the model's tasks and resumes from the log", "[cli][model]") {
+  const std::string model = test_model("pytorch-converted/test_Conv2d_depthwise_padded");
+  if (model.empty()) return;
+  TempDir dir;
+  const std::string db = dir.file("log.db");
+  RunResult first = tessel({"tune", model, "--trials", "6", "--db", db, "--min-time-ms", "2", "-v"});
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK_THAT(first.err, Catch::Contains("6 trials in all") && Catch::Contains("model latency"));
+  CHECK_THAT(first.out, Catch::Contains("model latency (each task's best times its weight)"));
+  size_t trials = 0;
+  for (const nlohmann::json& r : export_records(db)) trials += r.value("purpose", "trial") == "trial" ? 1 : 0;
+  CHECK(trials == 6);
+  RunResult again = tessel({"tune", model, "--trials", "6", "--db", db, "--min-time-ms", "2"});
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Catch::Contains("0 candidates measured this session"));
+}
+
+TEST_CASE("bad models and model options are refused with exit 2 and nothing recorded", "[cli][model][hostile]") {
+  const std::string model = test_model("pytorch-converted/test_Conv2d");
+  if (model.empty()) return;
+  TempDir dir;
+  const std::string db = dir.file("log.db");
+  std::string truncated = dir.file("truncated.onnx");
+  {
+    std::ifstream in(model, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : {
+           Case{{"tasks", dir.file("missing.onnx")}, "missing.onnx"},
+           Case{{"tasks", truncated}, "truncated.onnx"},
+           Case{{"tasks", kData + "node/test_top_k/model.onnx"}, "TopK"},
+           Case{{"tasks", model, "--input-shape", "0=1x"}, "input shape '0=1x'"},
+           Case{{"tasks", model, "--input-shape", "nosuchinput=1x2"}, "nosuchinput"},
+           Case{{"tune", model, "--trials", "4", "--db", db, "--op", "matmul"}, "not both"},
+           Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--trials", "4",
+                 "--db", db, "--input-shape", "x=1x2"},
+                "--input-shape is for a model"},
+           Case{{"tune", truncated, "--trials", "4", "--db", db}, "truncated.onnx"},
+       }) {
+    RunResult r = tessel(c.args);
+    INFO(r.command << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(c.says));
+  }
+  CHECK_FALSE(std::filesystem::exists(db));
+}

@@ -16,8 +16,8 @@ using tessel_test::tessel;
 
 namespace {
 
-const std::vector<std::string> kOverflow = {"--op", "elementwise", "--param", "shape=8x8", "--param",
-                                            "expr=exp(x*200)"};
+const std::vector<std::string> kOverflow = {"--op",      "elementwise", "--param",
+                                            "shape=8x8", "--param",     "expr=exp(x*200)"};
 
 std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail = {}) {
   head.insert(head.end(), kOverflow.begin(), kOverflow.end());
@@ -31,8 +31,8 @@ TEST_CASE("check exits 1 and says FAIL for each schedule whose values are wrong"
   RunResult r = tessel(with({"check"}, {"--random-schedules", "2"}));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.out, Catch::StartsWith("FAIL default: ") && Catch::Contains("wrong values in Y") &&
-                        Catch::Contains("got inf"));
+  CHECK_THAT(r.out,
+             Catch::StartsWith("FAIL default: ") && Catch::Contains("wrong values in Y") && Catch::Contains("got inf"));
   CHECK_THAT(r.out, Catch::EndsWith("checked 3 schedules: 0 correct\n"));
   CHECK(r.err.empty());
 }

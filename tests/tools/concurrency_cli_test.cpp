@@ -9,24 +9,24 @@
 
 #include "subprocess.h"
 
-using tessel_test::RunResult;
-using tessel_test::TempDir;
 using tessel_test::export_records;
 using tessel_test::read_text;
+using tessel_test::RunResult;
 using tessel_test::start_tessel;
+using tessel_test::TempDir;
 using tessel_test::tessel;
 using tessel_test::wait_for;
 
 TEST_CASE("two sessions on one new --db at once both record everything", "[cli][db][concurrency]") {
   TempDir dir;
   std::string db = dir.file("shared.db");  // created by whichever session gets there first
-  const std::vector<std::string> tune = {"tune",    "--op",     "matmul", "--param", "M=8", "--param",      "N=8",
-                                         "--param", "K=8",      "--db",   db,        "--trials", "12",
-                                         "--min-time-ms", "2"};
+  const std::vector<std::string> tune = {"tune", "--op", "matmul", "--param",  "M=8", "--param",       "N=8", "--param",
+                                         "K=8",  "--db", db,       "--trials", "12",  "--min-time-ms", "2"};
   // --batch 1 commits each candidate on its own, so the two sessions' commits interleave.
-  const std::vector<std::string> measure = {"measure", "--op",  "matmul", "--param", "M=8",  "--param",
-                                            "N=4",     "--param", "K=8",  "--db",    db,     "--random-schedules",
-                                            "24",      "--batch", "1",    "--min-time-ms", "2"};
+  const std::vector<std::string> measure = {
+      "measure", "--op",    "matmul", "--param",       "M=8", "--param",
+      "N=4",     "--param", "K=8",    "--db",          db,    "--random-schedules",
+      "24",      "--batch", "1",      "--min-time-ms", "2"};
   pid_t tuner = start_tessel(tune, dir.file("tune.txt"));
   pid_t measurer = start_tessel(measure, dir.file("measure.txt"));
   int tune_exit = wait_for(tuner);

@@ -9,10 +9,10 @@
 
 #include "subprocess.h"
 
-using tessel_test::RunResult;
-using tessel_test::TempDir;
 using tessel_test::export_records;
+using tessel_test::RunResult;
 using tessel_test::source_file;
+using tessel_test::TempDir;
 using tessel_test::tessel;
 
 namespace {
@@ -45,8 +45,8 @@ TEST_CASE("demo tunes the case it is given and removes its temporary log", "[cli
 TEST_CASE("demo --db keeps the log, and run --best replays its winner", "[cli][demo]") {
   TempDir dir;
   std::string db = dir.file("demo.db");
-  RunResult r = tessel({"demo", "--suite", source_file("suites/operators.json"), "--case", kCase, "--trials", "2",
-                        "--db", db});
+  RunResult r =
+      tessel({"demo", "--suite", source_file("suites/operators.json"), "--case", kCase, "--trials", "2", "--db", db});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Catch::Contains("temporary"));

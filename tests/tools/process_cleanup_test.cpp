@@ -17,13 +17,13 @@
 
 #include "subprocess.h"
 
-using tessel_test::TempDir;
 using tessel_test::command_line;
 using tessel_test::executable_of;
 using tessel_test::live_children;
 using tessel_test::live_children_of;
 using tessel_test::reap_exited_children;
 using tessel_test::start_tessel;
+using tessel_test::TempDir;
 using tessel_test::wait_for;
 
 namespace {

@@ -1,14 +1,12 @@
 // Options of `tessel tune` and `tessel measure` that change what a session does, each checked by
 // what ends up in the tuning log or by what the session's processes did: --time-budget-s, --all,
 // repeated --case, --builders, --build-timeout, and --target cuda on a machine without a GPU.
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,9 +16,9 @@
 #include "subprocess.h"
 #include "tests/skip.h"
 
+using tessel_test::export_records;
 using tessel_test::RunResult;
 using tessel_test::TempDir;
-using tessel_test::export_records;
 using tessel_test::tessel;
 
 namespace {
@@ -86,8 +84,8 @@ TEST_CASE("tune --time-budget-s stops after the round that passes the budget", "
   TempDir dir;
   std::string db = dir.file("log.db");
   // 400 trials take minutes; the first round alone passes a budget of one second.
-  RunResult r = tessel(concat({"tune", "--db", db, "--trials", "400", "--time-budget-s", "1", "--min-time-ms", "2"},
-                              kTinyMatmul));
+  RunResult r = tessel(
+      concat({"tune", "--db", db, "--trials", "400", "--time-budget-s", "1", "--min-time-ms", "2"}, kTinyMatmul));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("time budget"));
@@ -126,10 +124,10 @@ TEST_CASE("tune and measure with --builders 1 never build two candidates at once
   int exit_code = -1;
   // Without the option this machine builds on every core; with it, one builder at a time.
   SECTION("tune") {
-    int most = most_builders_at_once(concat({"tune", "--db", dir.file("tune.db"), "--trials", "8", "--min-time-ms",
-                                             "2", "--builders", "1"},
-                                            kTinyMatmul),
-                                     dir.file("tune.txt"), &exit_code);
+    int most = most_builders_at_once(
+        concat({"tune", "--db", dir.file("tune.db"), "--trials", "8", "--min-time-ms", "2", "--builders", "1"},
+               kTinyMatmul),
+        dir.file("tune.txt"), &exit_code);
     INFO(tessel_test::read_text(dir.file("tune.txt")));
     REQUIRE(exit_code == 0);
     CHECK(most <= 1);

@@ -81,11 +81,12 @@ TEST_CASE("measure -v prints a line per candidate, without -v none", "[cli][meas
 TEST_CASE("tune -v on a terminal prints a line per round instead of the live table", "[cli][tune]") {
   TempDir dir;
   int exit_code = -1;
-  std::string live = run_on_terminal(concat({"tune", "--db", dir.file("live.db"), "--trials", "4"}, kWorkload), &exit_code);
+  std::string live =
+      run_on_terminal(concat({"tune", "--db", dir.file("live.db"), "--trials", "4"}, kWorkload), &exit_code);
   INFO("without -v:\n" << live);
   REQUIRE(exit_code == 0);
   CHECK_THAT(live, Catch::Contains("\033[1A\033[2K"));  // the table redrawn in place
-  CHECK_THAT(live, !Catch::Contains("\nround 1: "));     // its status line is indented, not a line of its own
+  CHECK_THAT(live, !Catch::Contains("\nround 1: "));    // its status line is indented, not a line of its own
 
   std::string lines =
       run_on_terminal(concat({"tune", "--db", dir.file("lines.db"), "--trials", "4", "-v"}, kWorkload), &exit_code);

@@ -92,13 +92,15 @@ class DefaultScheduler {
     for (const Operation& op : dag_.ops()) {
       if (op.is_placeholder || op.name == out.name || op.reduce != ReduceKind::None) continue;
       if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1) continue;
+      if (is_padding(op)) {  // computed once up front: inlined, its bounds test would run per window element
+        schedule_elementwise(op.name);
+        continue;
+      }
       apply(compute_inline_step(op.name));
     }
-    const std::string row_loop = out.axes[0].name;
     bool out_is_reduction = out.reduce != ReduceKind::None;
     if (out_is_reduction) {
-      vectorize_reduction(out.name);
-      apply(annotate_step(out.name, row_loop, Annotation::Parallel));
+      schedule_reduction_output(out);
     } else {
       std::vector<std::string> loops = state().stage(out.name).leaf_names();
       if (loops.size() > 2) {  // rows of higher rank: fuse the row axes
@@ -114,6 +116,7 @@ class DefaultScheduler {
     for (size_t i = dag_.ops().size(); i-- > 0;) {
       const Operation& op = dag_.ops()[i];
       if (op.is_placeholder || op.name == out.name || state().stage(op.name).loc == ComputeLoc::Inline) continue;
+      if (is_padding(op)) continue;
       if (op.reduce != ReduceKind::None) vectorize_reduction(op.name);
       else if (op.shape.size() >= 2) {
         std::string col = state().stage(op.name).leaf_names().back();
@@ -126,6 +129,34 @@ class DefaultScheduler {
     }
     for (const Operation& op : dag_.ops())
       if (op.is_placeholder) prefetch_rows_ahead(b_, op, out.name, kPrefetchAheadBytes, kPrefetchMinBytes);
+  }
+
+  static bool is_padding(const Operation& op) { return op.reduce == ReduceKind::None && op.body->op == ExprOp::Select; }
+
+  // An output that is itself a reduction: its output axes fused into one parallel loop (a batch of 1
+  // leaves the first axis with nothing to share out). A long single reduction (a row sum) is
+  // vectorized along the row through rfactor; a short window (a pool, a depthwise filter) runs inside
+  // a vector of adjacent outputs instead: [outputs / lanes (parallel), window..., lanes (vectorized)].
+  void schedule_reduction_output(const Operation& out) {
+    const bool long_row = out.reduce_axes.size() == 1 && out.reduce_axes[0].extent >= 2 * lanes_;
+    std::vector<std::string> spatial;
+    for (const Axis& a : out.axes) spatial.push_back(a.name);
+    std::string fused = spatial[0];
+    if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) fused = state().stage(out.name).leaf_names()[0];
+    if (long_row) {
+      vectorize_reduction(out.name);
+      apply(annotate_step(out.name, state().stage(out.name).leaf_names()[0], Annotation::Parallel));
+      return;
+    }
+    if (extent_of(out.name, fused) >= 2 * lanes_ && apply(split_step(out.name, fused, {lanes_}))) {
+      std::vector<std::string> order{fused + ".0"};
+      for (const Axis& r : out.reduce_axes) order.push_back(r.name);
+      order.push_back(fused + ".1");
+      if (apply(reorder_step(out.name, order))) apply(annotate_step(out.name, fused + ".1", Annotation::Vectorize));
+      apply(annotate_step(out.name, fused + ".0", Annotation::Parallel));
+      return;
+    }
+    apply(annotate_step(out.name, fused, Annotation::Parallel));
   }
 
   // reduce over k -> kReduceChains x `lanes` partial results when the row is long enough.

@@ -69,9 +69,6 @@ Built build_subgraph(const OpGraph& g, const std::string& output, const std::set
 std::vector<double> run_reference(const OpGraph& g, const Built& b);
 std::vector<double> run_default_cpu(const OpGraph& g, const Built& b);
 
-// Whether the DAG reads an Int64 or Bool tensor (an index or a condition from data).
-bool reads_integer_tensor(const tessel::ComputeDAG& dag);
-
 // The first value of `got` that differs from `want` (|got - want| <= 1e-5 * scale + 1e-4 * |want|,
 // scale = max(1, max |want|)), as "[2, 3]: got 1.5, want 1.25", or "" when all agree.
 std::string first_difference(const std::vector<double>& got, const Array& want);

@@ -276,10 +276,9 @@ TEST_CASE("injective ops in whole vectors: gathers, masked loads, bool vectors",
                DType::Bool));
 }
 
-// The interpreter stores every tensor in double and evaluates a TensorRead only as a float operand;
-// Gather's index (an Int64 read) and a copy of an Int64 or Bool tensor need it as an integer. This
-// test fails until it does, and then reports that it passed: drop the tag then.
-TEST_CASE("the reference interpreter reads int64 tensors as indices", "[frontend][ops][!shouldfail]") {
+// The interpreter stores every tensor in double; Gather's index (an Int64 read) and a copy of an
+// Int64 or Bool tensor read it back as an exact integer.
+TEST_CASE("the reference interpreter reads int64 tensors as indices", "[frontend][ops]") {
   const Array w = random_array({7, 3}, 20);
   OpGraph g;
   g.input("W", w).input("ids", int_array({2}, {6, -1})).node("Gather", {"W", "ids"}, {{"y", {2, 3}}});

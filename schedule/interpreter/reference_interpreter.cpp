@@ -10,6 +10,7 @@
 #include <system_error>
 #include <thread>
 
+#include "schedule/interpreter/host_memory.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -326,6 +327,7 @@ std::string format_number(double v) {
 }  // namespace
 
 ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& inputs) {
+  require_host_memory(dag);
   const std::vector<Operation>& ops = dag.ops();
   std::map<std::string, int> tensor_index;
   std::vector<std::vector<int64_t>> shapes;
@@ -365,6 +367,7 @@ ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& in
 HostTensors make_random_inputs(const ComputeDAG& dag, uint64_t seed) {
   // splitmix64, one stream per placeholder (seeded by position), so adding a tensor does not shift
   // the values of the ones before it.
+  require_host_memory(dag);
   HostTensors out;
   uint64_t stream = 0;
   for (const Operation& op : dag.ops()) {

@@ -15,7 +15,9 @@ using HostTensors = std::map<std::string, std::vector<float>>;
 using ReferenceTensors = std::map<std::string, std::vector<double>>;
 
 // Evaluates every compute op of `dag` given values for all placeholders (row-major, exactly
-// num_elements() each; throws InputError otherwise). Returns every computed tensor by name.
+// num_elements() each; throws InputError otherwise). Returns every computed tensor by name. Like
+// make_random_inputs, it first refuses (InputError) a workload whose buffers do not fit in this
+// machine's memory (host_memory.h).
 ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& inputs);
 
 // Deterministic random inputs for every placeholder, uniform in [-1, 1).

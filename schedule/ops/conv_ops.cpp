@@ -1,6 +1,9 @@
 // conv2d in NCHW with PyTorch semantics: an optional zero-padding stage, the Sum reduction over
 // (input channel of the group, kernel row, kernel column), and an optional bias / activation stage.
+#include <optional>
+
 #include "schedule/ops/op_builders.h"
+#include "schedule/te/checked_math.h"
 
 namespace tessel::ops_detail {
 
@@ -24,15 +27,30 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   if (f % groups != 0)
     p.fail("groups", "output channels F=" + std::to_string(f) + " are not divisible by groups=" + std::to_string(groups));
   // PyTorch: out = (in + 2 pad - dilation (k - 1) - 1) / stride + 1, empty when the numerator < 0.
-  int64_t span_h = h + 2 * pad - dilation * (kh - 1) - 1;
-  int64_t span_w = w + 2 * pad - dilation * (kw - 1) - 1;
-  if (span_h < 0)
-    p.fail("KH", "the dilated kernel (" + std::to_string(dilation * (kh - 1) + 1) + " rows) is larger than the padded input (" +
-                     std::to_string(h + 2 * pad) + " rows): the output would be empty");
-  if (span_w < 0)
-    p.fail("KW", "the dilated kernel (" + std::to_string(dilation * (kw - 1) + 1) + " columns) is larger than the padded input (" +
-                     std::to_string(w + 2 * pad) + " columns): the output would be empty");
-  int64_t oh = span_h / stride + 1, ow = span_w / stride + 1;
+  // Every size is computed checked: a pad or dilation near 2^63 is an error, never a wrapped size.
+  auto checked = [&](const char* param, std::optional<int64_t> value, const std::string& what) {
+    if (!value) p.fail(param, what + " is beyond the int64 range");
+    return *value;
+  };
+  auto padded = [&](int64_t in, const char* dim) {
+    std::optional<int64_t> twice = checked_mul(2, pad);
+    return checked("pad", twice ? checked_add(in, *twice) : std::nullopt,
+                   std::string("the padded ") + dim + " " + (dim[0] == 'h' ? "H" : "W") + " + 2 * pad");
+  };
+  auto dilated = [&](int64_t k, const char* param) {
+    std::optional<int64_t> span = checked_mul(dilation, k - 1);
+    return checked(param, span ? checked_add(*span, 1) : std::nullopt,
+                   std::string("the dilated kernel dilation * (") + param + " - 1) + 1");
+  };
+  const int64_t padded_h = padded(h, "height"), padded_w = padded(w, "width");
+  const int64_t kernel_h = dilated(kh, "KH"), kernel_w = dilated(kw, "KW");
+  if (kernel_h > padded_h)
+    p.fail("KH", "the dilated kernel (" + std::to_string(kernel_h) + " rows) is larger than the padded input (" +
+                     std::to_string(padded_h) + " rows): the output would be empty");
+  if (kernel_w > padded_w)
+    p.fail("KW", "the dilated kernel (" + std::to_string(kernel_w) + " columns) is larger than the padded input (" +
+                     std::to_string(padded_w) + " columns): the output would be empty");
+  int64_t oh = (padded_h - kernel_h) / stride + 1, ow = (padded_w - kernel_w) / stride + 1;
   int64_t cg = c / groups, fg = f / groups;
 
   std::vector<Operation> ops;
@@ -42,7 +60,7 @@ ComputeDAG build_conv2d(const ParamReader& p) {
 
   std::string source = "X";
   if (pad > 0) {
-    Axis pn{"pn", n}, pc{"pc", c}, ph{"ph", h + 2 * pad}, pw{"pw", w + 2 * pad};
+    Axis pn{"pn", n}, pc{"pc", c}, ph{"ph", padded_h}, pw{"pw", padded_w};
     Expr y = var(ph), x = var(pw), lo = make_int(pad);
     Expr inside = logical_and(logical_and(y >= lo, y < make_int(h + pad)), logical_and(x >= lo, x < make_int(w + pad)));
     // The select guards the read; the clamp keeps it in bounds even under eager evaluation.

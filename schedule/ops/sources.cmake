@@ -8,4 +8,5 @@ set(TESSEL_OPS_SOURCES
   ops/elementwise_op.cpp
   ops/elementwise_parser.cpp
   interpreter/reference_interpreter.cpp
+  interpreter/host_memory.cpp
 )

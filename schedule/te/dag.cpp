@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "schedule/te/checked_math.h"
 #include "schedule/te/error.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel {
 
@@ -29,8 +31,13 @@ double reduce_init(ReduceKind kind) {
 }
 
 int64_t Operation::num_elements() const {
+  // ComputeDAG's constructor checked the sizes; this product cannot overflow for an op of a DAG.
   int64_t n = 1;
-  for (int64_t e : shape) n *= e;
+  for (int64_t e : shape) {
+    std::optional<int64_t> next = checked_mul(n, e);
+    TESSEL_CHECK(next.has_value(), "element count of " + name + " overflows int64");
+    n = *next;
+  }
   return n;
 }
 
@@ -83,8 +90,12 @@ ComputeDAG::ComputeDAG(std::vector<Operation> ops) : ops_(std::move(ops)) {
         if (a.extent <= 0) throw InputError("operation " + op.name + ": reduce axis " + a.name + " is empty");
         if (!axis_names.insert(a.name).second) throw InputError("axis name " + a.name + " is used twice");
       }
+      if (int64_t depth = expr_depth(op.body); depth > kMaxExprDepth)
+        throw InputError("operation " + op.name + ": its expression is " + std::to_string(depth) +
+                         " levels deep; at most " + std::to_string(kMaxExprDepth) + " are allowed");
       check_body(op, known);
     }
+    check_operation_sizes(op);
     known[op.name] = &op;
   }
   if (outputs().empty()) throw InputError("the DAG computes nothing");

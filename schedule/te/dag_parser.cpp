@@ -37,9 +37,8 @@ namespace tessel {
 namespace {
 
 // Nesting deeper than this is refused rather than risking the stack (each level is a few frames of
-// recursion). Every op template nests far less; an elementwise expression of a thousand chained
-// operators would not.
-constexpr int kMaxDepth = 1000;
+// recursion): the limit every expression of a ComputeDAG meets (expr.h).
+constexpr int kMaxDepth = kMaxExprDepth;
 
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }

@@ -1,6 +1,7 @@
 // Construction, hashing, printing and rewriting of expressions.
 #include "schedule/te/expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <iomanip>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "schedule/te/error.h"
 
@@ -317,6 +319,27 @@ const double* as_float(const Expr& e) {
 bool is_int_value(const Expr& e, int64_t value) {
   const int64_t* v = as_int(e);
   return v && *v == value;
+}
+
+int64_t expr_depth(const Expr& e) {
+  if (!e) return 0;
+  std::unordered_map<const ExprNode*, int64_t> depth;
+  std::vector<std::pair<const ExprNode*, bool>> stack{{e.get(), false}};  // (node, children done)
+  while (!stack.empty()) {
+    auto [node, expanded] = stack.back();
+    stack.pop_back();
+    if (depth.count(node)) continue;
+    if (!expanded) {
+      stack.push_back({node, true});
+      for (const Expr& a : node->args)
+        if (!depth.count(a.get())) stack.push_back({a.get(), false});
+      continue;
+    }
+    int64_t d = 0;
+    for (const Expr& a : node->args) d = std::max(d, depth.at(a.get()));
+    depth[node] = d + 1;
+  }
+  return depth.at(e.get());
 }
 
 namespace {

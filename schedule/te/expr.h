@@ -122,6 +122,16 @@ const int64_t* as_int(const Expr& e);      // the value when e is a scalar IntIm
 const double* as_float(const Expr& e);     // the value when e is a scalar FloatImm, else nullptr
 bool is_int_value(const Expr& e, int64_t value);
 
+// The passes over expressions recurse once per level of the tree, so an expression deeper than this
+// is refused where it enters tessel (the DAG text parser, the elementwise parser, ComputeDAG). The
+// op templates nest a few dozen levels; a thousand levels of recursion take well under a megabyte of
+// stack, also in the sanitizer build.
+constexpr int kMaxExprDepth = 1000;
+
+// The number of levels of e's tree (1 for a leaf). Iterative and visiting each shared node once, so
+// it is safe on any expression, however deep.
+int64_t expr_depth(const Expr& e);
+
 // Every Var name that occurs in e.
 std::vector<std::string> free_vars(const Expr& e);
 bool uses_var(const Expr& e, const std::string& var);

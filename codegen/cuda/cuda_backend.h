@@ -63,13 +63,35 @@ CudaDeviceInfo default_cuda_device_info();
 
 class CudaRuntime;
 
-// A compiled program loaded on the device, with its scratch buffers allocated.
+// A stream of one caller's own, so that several callers (the contexts of a deployed model) use the
+// device at once; what is enqueued on it runs in order. Copies are asynchronous: a host buffer must
+// stay valid until synchronize(). Throws Error with the CUDA error name on failure.
+class CudaStream {
+ public:
+  virtual ~CudaStream() = default;
+  virtual void copy_to_device(uint64_t dst, const void* src, int64_t bytes) = 0;
+  virtual void copy_on_device(uint64_t dst, uint64_t src, int64_t bytes) = 0;
+  virtual void copy_to_host(void* dst, uint64_t src, int64_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // Records what `enqueue` puts on this stream (kernel launches; nothing runs) into a CUDA graph that
+  // replay() launches, replacing any earlier one. False, with nothing recorded, where the driver has
+  // no graphs or the capture fails: the caller then enqueues the work itself every time.
+  virtual bool capture(const std::function<void()>& enqueue) = 0;
+  virtual void replay() = 0;
+};
+
+// A compiled program loaded on the device, with its scratch buffers allocated (unless loaded with
+// CudaRuntime::load_for_streams).
 class CudaModule {
  public:
   virtual ~CudaModule() = default;
   // Launches every kernel in order on the runtime's stream; device pointers in `args` follow the
   // LoweredFunc's params. Throws Error with the CUDA error name on a launch or runtime failure.
   virtual void run(const std::vector<uint64_t>& device_args) = 0;
+  // The same on `stream`, with the caller's `scratch` (a device buffer per scratch buffer of the
+  // program, in its order, of BufferParam size) in place of the module's own.
+  virtual void run_on(CudaStream& stream, const std::vector<uint64_t>& device_args,
+                      const std::vector<uint64_t>& scratch) = 0;
 };
 
 struct CudaTiming {
@@ -93,6 +115,10 @@ class CudaRuntime {
   virtual void fill_nan(uint64_t ptr, int64_t floats) = 0;  // poisons outputs before a checked run
   virtual void synchronize() = 0;  // throws Error with the CUDA error name on a sticky error
   virtual std::unique_ptr<CudaModule> load(const CudaProgram& program, const std::vector<char>& cubin) = 0;
+  // As load(), but the module allocates no scratch: it runs only through run_on(), each stream with
+  // its own scratch, so that one loaded module serves concurrent callers.
+  virtual std::unique_ptr<CudaModule> load_for_streams(const CudaProgram& program, const std::vector<char>& cubin) = 0;
+  virtual std::unique_ptr<CudaStream> create_stream() = 0;
   // Times `fn` with CUDA events: warm-up, then samples until `min_total_s`; with `flush_l2`, a
   // buffer larger than L2 is overwritten before every sample (outside the timed region).
   virtual CudaTiming time(const std::function<void()>& fn, double min_total_s, bool flush_l2) = 0;

@@ -1,6 +1,7 @@
 // CudaRuntime over the CUDA driver API, opened with dlopen("libcuda.so.1") so that one binary runs
 // on machines without a GPU; the driver entry points used are declared here by hand (stable C ABI).
-// Everything runs on one stream of device 0's primary context.
+// Everything runs on one stream of device 0's primary context, except the work of callers that make
+// streams of their own (create_stream).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -49,6 +50,7 @@ enum : int {
 };
 constexpr int kFuncAttrMaxDynamicShared = 8;
 constexpr int kCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING
 constexpr unsigned kNanBits = 0x7fc00000u;
 constexpr size_t kMaxTimingSamples = 10000;
 
@@ -86,6 +88,9 @@ struct Driver {
   CUresult (*graph_launch)(CUgraphExec, CUstream);
   CUresult (*graph_exec_destroy)(CUgraphExec);
   CUresult (*graph_destroy)(CUgraph);
+  // Optional too: only streams of a caller's own (CudaStream) use them.
+  CUresult (*stream_destroy)(CUstream);
+  CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   bool has_graphs() const { return stream_begin_capture && stream_end_capture && graph_instantiate && graph_launch &&
                                    graph_exec_destroy && graph_destroy; }
 };
@@ -133,6 +138,8 @@ bool load_driver(Driver& d) {
   bind_optional(d.graph_launch, "cuGraphLaunch");
   bind_optional(d.graph_exec_destroy, "cuGraphExecDestroy");
   bind_optional(d.graph_destroy, "cuGraphDestroy");
+  bind_optional(d.stream_destroy, "cuStreamDestroy_v2");
+  bind_optional(d.memcpy_dtod, "cuMemcpyDtoDAsync_v2");
   return ok;
 }
 
@@ -146,12 +153,18 @@ class DriverRuntime;
 
 class DriverModule final : public CudaModule {
  public:
-  DriverModule(DriverRuntime& rt, const CudaProgram& program, const std::vector<char>& cubin);
+  // Without `own_scratch` the module runs only through run_on (the caller's scratch).
+  DriverModule(DriverRuntime& rt, const CudaProgram& program, const std::vector<char>& cubin, bool own_scratch);
   ~DriverModule() override;
   void run(const std::vector<uint64_t>& device_args) override;
+  void run_on(CudaStream& stream, const std::vector<uint64_t>& device_args,
+              const std::vector<uint64_t>& scratch) override;
 
  private:
+  void launch_all(CUstream stream, const std::vector<uint64_t>& device_args, const std::vector<uint64_t>& scratch);
+
   DriverRuntime& rt_;
+  bool own_scratch_;
   CUmodule module_ = nullptr;
   std::vector<CudaLaunch> launches_;
   std::vector<CUfunction> functions_;
@@ -222,8 +235,13 @@ class DriverRuntime final : public CudaRuntime {
 
   std::unique_ptr<CudaModule> load(const CudaProgram& program, const std::vector<char>& cubin) override {
     make_current();
-    return std::make_unique<DriverModule>(*this, program, cubin);
+    return std::make_unique<DriverModule>(*this, program, cubin, true);
   }
+  std::unique_ptr<CudaModule> load_for_streams(const CudaProgram& program, const std::vector<char>& cubin) override {
+    make_current();
+    return std::make_unique<DriverModule>(*this, program, cubin, false);
+  }
+  std::unique_ptr<CudaStream> create_stream() override;
 
   CudaTiming time(const std::function<void()>& fn, double min_total_s, bool flush_l2) override {
     make_current();
@@ -247,7 +265,7 @@ class DriverRuntime final : public CudaRuntime {
       float once = 0;
       check(d_.event_elapsed(&once, start_, stop_), "cuEventElapsedTime");
       batch = static_cast<int>(std::clamp(kBatchTargetMs / std::max(once, 1e-4f), 1.0f, 100.0f));
-      graph = {capture(fn, batch), [this](CUgraphExec g) { d_.graph_exec_destroy(g); }};
+      graph = {capture(stream_, fn, batch), [this](CUgraphExec g) { d_.graph_exec_destroy(g); }};
     }
     CudaTiming timing;
     timing.graph_replay = graph != nullptr;
@@ -275,10 +293,11 @@ class DriverRuntime final : public CudaRuntime {
     return timing;
   }
 
-  // `count` runs of fn captured on the stream into one executable graph; nullptr where the driver
+  // `count` runs of fn captured on `stream` into one executable graph; nullptr where the driver
   // has no graphs or the capture fails (the caller then launches the runs one by one).
-  CUgraphExec capture(const std::function<void()>& fn, int count) {
-    if (!d_.has_graphs() || d_.stream_begin_capture(stream_, kCaptureModeThreadLocal) != 0) return nullptr;
+  CUgraphExec capture(CUstream stream, const std::function<void()>& fn, int count) {
+    make_current();
+    if (!d_.has_graphs() || d_.stream_begin_capture(stream, kCaptureModeThreadLocal) != 0) return nullptr;
     bool captured = true;
     try {
       for (int i = 0; i < count; ++i) fn();
@@ -287,7 +306,7 @@ class DriverRuntime final : public CudaRuntime {
     }
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
-    if (d_.stream_end_capture(stream_, &graph) != 0) captured = false;
+    if (d_.stream_end_capture(stream, &graph) != 0) captured = false;
     if (captured && graph && d_.graph_instantiate(&exec, graph, 0) != 0) exec = nullptr;
     if (graph) d_.graph_destroy(graph);
     return captured ? exec : nullptr;
@@ -342,8 +361,68 @@ class DriverRuntime final : public CudaRuntime {
   std::string poisoned_;
 };
 
-DriverModule::DriverModule(DriverRuntime& rt, const CudaProgram& program, const std::vector<char>& cubin)
-    : rt_(rt), launches_(program.launches) {
+// A stream of a caller's own, with at most one captured graph.
+class DriverStream final : public CudaStream {
+ public:
+  explicit DriverStream(DriverRuntime& rt) : rt_(rt) {
+    const Driver& d = rt_.driver();
+    if (!d.stream_destroy || !d.memcpy_dtod)
+      throw Error("this CUDA driver lacks cuStreamDestroy_v2 or cuMemcpyDtoDAsync_v2 (too old?)");
+    rt_.make_current();
+    // Non-blocking: no implicit ordering with the legacy default stream, which another library in
+    // the process (torch) may be using while this stream records a graph.
+    rt_.check(d.stream_create(&stream_, kStreamNonBlocking), "cuStreamCreate");
+  }
+  ~DriverStream() override {
+    if (!rt_.usable()) return;  // a corrupt context: releasing would only fail again
+    try {
+      rt_.make_current();
+      if (graph_) rt_.driver().graph_exec_destroy(graph_);
+      rt_.driver().stream_destroy(stream_);
+    } catch (const Error&) {
+      // Destructors must not throw; the failure surfaces through the runtime's next call.
+    }
+  }
+
+  void copy_to_device(uint64_t dst, const void* src, int64_t bytes) override {
+    rt_.make_current();
+    rt_.check(rt_.driver().memcpy_htod(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyHtoDAsync");
+  }
+  void copy_on_device(uint64_t dst, uint64_t src, int64_t bytes) override {
+    rt_.make_current();
+    rt_.check(rt_.driver().memcpy_dtod(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyDtoDAsync");
+  }
+  void copy_to_host(void* dst, uint64_t src, int64_t bytes) override {
+    rt_.make_current();
+    rt_.check(rt_.driver().memcpy_dtoh(dst, src, static_cast<size_t>(bytes), stream_), "cuMemcpyDtoHAsync");
+  }
+  void synchronize() override {
+    rt_.make_current();
+    rt_.check(rt_.driver().stream_synchronize(stream_), "cuStreamSynchronize");
+  }
+  bool capture(const std::function<void()>& enqueue) override {
+    if (graph_) rt_.driver().graph_exec_destroy(graph_);
+    graph_ = rt_.capture(stream_, enqueue, 1);
+    return graph_ != nullptr;
+  }
+  void replay() override {
+    if (!graph_) throw Error("cuda stream: replay() without a captured graph");
+    rt_.make_current();
+    rt_.check(rt_.driver().graph_launch(graph_, stream_), "cuGraphLaunch");
+  }
+  CUstream handle() const { return stream_; }
+
+ private:
+  DriverRuntime& rt_;
+  CUstream stream_ = nullptr;
+  CUgraphExec graph_ = nullptr;
+};
+
+std::unique_ptr<CudaStream> DriverRuntime::create_stream() { return std::make_unique<DriverStream>(*this); }
+
+DriverModule::DriverModule(DriverRuntime& rt, const CudaProgram& program, const std::vector<char>& cubin,
+                           bool own_scratch)
+    : rt_(rt), own_scratch_(own_scratch), launches_(program.launches) {
   const Driver& d = rt_.driver();
   rt_.check(d.module_load_data(&module_, cubin.data()), "cuModuleLoadData");
   try {
@@ -363,7 +442,7 @@ DriverModule::DriverModule(DriverRuntime& rt, const CudaProgram& program, const 
       int64_t bytes = s.dtype == DType::Float32 ? 4 : s.dtype == DType::Int64 ? 8 : 1;
       for (int64_t e : s.shape) bytes *= e;
       scratch_names_.push_back(s.name);
-      scratch_.push_back(rt_.alloc(bytes));
+      if (own_scratch_) scratch_.push_back(rt_.alloc(bytes));
     }
   } catch (...) {
     for (uint64_t p : scratch_) rt_.free(p);
@@ -384,6 +463,21 @@ DriverModule::~DriverModule() {
 }
 
 void DriverModule::run(const std::vector<uint64_t>& device_args) {
+  if (!own_scratch_ && !scratch_names_.empty())
+    throw Error("cuda run: a module loaded for streams has no scratch of its own; run it with run_on");
+  launch_all(rt_.stream(), device_args, scratch_);
+}
+
+void DriverModule::run_on(CudaStream& stream, const std::vector<uint64_t>& device_args,
+                          const std::vector<uint64_t>& scratch) {
+  if (scratch.size() != scratch_names_.size())
+    throw Error("cuda run: the program has " + std::to_string(scratch_names_.size()) + " scratch buffers, got " +
+                std::to_string(scratch.size()));
+  launch_all(dynamic_cast<DriverStream&>(stream).handle(), device_args, scratch);
+}
+
+void DriverModule::launch_all(CUstream stream, const std::vector<uint64_t>& device_args,
+                              const std::vector<uint64_t>& scratch) {
   rt_.make_current();
   const Driver& d = rt_.driver();
   for (size_t k = 0; k < launches_.size(); ++k) {
@@ -394,7 +488,7 @@ void DriverModule::run(const std::vector<uint64_t>& device_args) {
     for (const std::string& name : launch.args) {
       auto s = std::find(scratch_names_.begin(), scratch_names_.end(), name);
       if (s != scratch_names_.end()) {
-        values.push_back(scratch_[s - scratch_names_.begin()]);
+        values.push_back(scratch[s - scratch_names_.begin()]);
         continue;
       }
       if (next_param >= device_args.size())
@@ -413,7 +507,7 @@ void DriverModule::run(const std::vector<uint64_t>& device_args) {
                               static_cast<unsigned>(launch.grid[1]), static_cast<unsigned>(launch.grid[2]),
                               static_cast<unsigned>(launch.block[0]), static_cast<unsigned>(launch.block[1]),
                               static_cast<unsigned>(launch.block[2]),
-                              static_cast<unsigned>(launch.dynamic_shared_bytes), rt_.stream(), params.data(), nullptr),
+                              static_cast<unsigned>(launch.dynamic_shared_bytes), stream, params.data(), nullptr),
               ("cuLaunchKernel(" + launch.kernel_name + ")").c_str());
   }
 }

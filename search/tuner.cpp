@@ -109,7 +109,10 @@ class Tuner {
   // A shared budget keeps enough for a first round of every task not yet measured: a task's share
   // of what is left is then at most an equal part.
   int64_t trials_left(const TuningTask& task) const {
-    if (!session_.options.shared_budget) return task.status.budget - task.status.trials;
+    // Another tuner of the same log may have stored trials of the task since this one read it.
+    if (!session_.options.shared_budget)
+      return task.status.budget -
+             std::max(task.status.trials, session_.log.trial_count(task.status.workload_key, session_.target));
     const int64_t left = trials_left_shared();
     if (task.status.trials > 0) return left;
     int64_t unmeasured = 0;

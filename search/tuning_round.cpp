@@ -46,32 +46,45 @@ Batch propose(TuningTask& task, const SessionContext& session, int64_t trials_le
   return batch;
 }
 
-// Builds and runs the batch, and commits its records before anything else counts the round.
-std::vector<MeasureResult> measure_and_record(TuningTask& task, const SessionContext& session, const Batch& batch,
-                                              size_t index) {
+struct Measured {
+  std::vector<MeasureResult> results;
+  std::vector<bool> stored;  // false: another tuner of the same log spent the budget first
+};
+
+// Builds and runs the batch, and commits its records before anything else counts the round. A budget
+// per task is a property of the log: the commit stores only the trials that still fit, whatever other
+// tuners of the same log have stored meanwhile.
+Measured measure_and_record(TuningTask& task, const SessionContext& session, const Batch& batch, size_t index) {
   CandidateMeasurer& measurer = task.measurer(session);
   std::vector<Candidate> candidates;
   for (const Trace& trace : batch.traces) candidates.push_back(Candidate{trace, Fault::None});
   measurer.on_build_progress([&](size_t built, size_t total) {
     if (session.callbacks.on_build) session.callbacks.on_build(index, built, total);
   });
-  std::vector<MeasureResult> results = measurer.measure(candidates);
+  Measured m;
+  m.results = measurer.measure(candidates);
   std::vector<MeasureRecord> records;
   const WorkloadInfo workload = task.workload();
-  for (size_t k = 0; k < results.size(); ++k)
-    records.push_back(make_record(workload, session.target, batch.traces[k], results[k], measurer.settings_json()));
-  session.log.append(records);
-  return results;
+  for (size_t k = 0; k < m.results.size(); ++k)
+    records.push_back(make_record(workload, session.target, batch.traces[k], m.results[k], measurer.settings_json()));
+  const std::vector<int64_t> ids = session.options.shared_budget
+                                       ? session.log.append(records)
+                                       : session.log.append_within_budget(records, session.options.trials);
+  for (int64_t id : ids) m.stored.push_back(id > 0);
+  return m;
 }
 
 // Tells the search and the cost model what the batch measured.
-void learn(TuningTask& task, const SessionContext& session, const Batch& batch,
-           const std::vector<MeasureResult>& results) {
+void learn(TuningTask& task, const SessionContext& session, const Batch& batch, const Measured& measured) {
   TaskStatus& s = task.status;
   std::vector<TrainingSample> fresh;
   const std::string group = task.group(session.target);
-  for (size_t k = 0; k < results.size(); ++k) {
-    const MeasureResult& r = results[k];
+  for (size_t k = 0; k < measured.results.size(); ++k) {
+    if (!measured.stored[k]) {  // not a trial of the log: the task's budget is spent
+      s.done = true;
+      continue;
+    }
+    const MeasureResult& r = measured.results[k];
     const bool good = is_timing(r.error, r.median_s);
     const double latency = good ? r.median_s : std::nan("");
     task.policy.tell(batch.traces[k], latency);
@@ -104,11 +117,11 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index, in
     split.retime_s = watch.lap();
     s.done = true;
   } else {
-    const std::vector<MeasureResult> results = measure_and_record(task, session, batch, index);
+    const Measured measured = measure_and_record(task, session, batch, index);
     split.measure_s = watch.lap();
-    learn(task, session, batch, results);
+    learn(task, session, batch, measured);
     split.learn_s = watch.lap();
-    const bool last = static_cast<int64_t>(results.size()) >= trials_left;
+    const bool last = s.done || static_cast<int64_t>(measured.results.size()) >= trials_left;
     retime_leaders(task, session, session.options.leaders.spread && !last);  // the task's last round settles
     split.retime_s = watch.lap();
     s.done = last;

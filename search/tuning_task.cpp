@@ -62,7 +62,7 @@ TuningTask::LoggedTrials TuningTask::resume(const SessionContext& session) {
     Trace trace;
     try {
       trace = trace_from_json(r.trace_json, "log record " + std::to_string(r.id));
-    } catch (const InputError& e) {
+    } catch (const Error& e) {  // a trace that does not parse, or no longer applies
       session.note(std::string("skipping a record the search cannot read: ") + e.what());
       continue;
     }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "costmodel/features.h"
 #include "schedule/ops/op_library.h"
@@ -31,6 +32,7 @@ class TempLog {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
   }
   TuningLog open() const { return TuningLog::open(path_, TuningLog::Mode::ReadWrite); }
+  const std::string& path() const { return path_; }
 
  private:
   static inline int counter_ = 0;
@@ -337,4 +339,26 @@ TEST_CASE("tuner: a task whose best stops improving gets no more trials", "[sear
   CHECK(result[1].trials == 24);
   CHECK(std::count_if(notes.begin(), notes.end(),
                       [](const std::string& n) { return n.find("best unchanged") != std::string::npos; }) == 2);
+}
+
+TEST_CASE("tuner: two tuners of one log keep its budget between them", "[search][tuner]") {
+  TempLog scratch;
+  { TuningLog made = scratch.open(); }  // the file exists before both open it
+  const std::vector<TuneTask> tasks = {matmul_task(61, 13, 7)};
+  std::vector<TaskStatus> a, b;
+  auto session = [&](std::vector<TaskStatus>& out, uint64_t seed) {
+    TuningLog log = scratch.open();
+    StandInMachine machine;
+    TuneOptions options = small_options(12, 4);
+    options.seed = seed;
+    out = tune(tasks, log, options, machine);
+  };
+  std::thread first(session, std::ref(a), 1), second(session, std::ref(b), 2);
+  first.join();
+  second.join();
+  TuningLog log = scratch.open();
+  const std::vector<MeasureRecord> trials =
+      trials_of(log.records(tasks[0].dag.workload_key(), StandInMachine().target()));
+  CHECK(trials.size() == 12);  // not 24: the budget belongs to the log
+  CHECK(log.trial_count(tasks[0].dag.workload_key(), StandInMachine().target()) == 12);
 }

@@ -1,0 +1,249 @@
+#include "deploy/model_builder.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "codegen/llvm/llvm_backend.h"
+#include "database/tuning_log.h"
+#include "deploy/memory_plan.h"
+#include "measure/cuda_kernel.h"
+#include "runtime/model_artifact.h"
+#include "schedule/lower/lower.h"
+#include "schedule/te/error.h"
+#include "schedule/te/parallel.h"
+#include "search/default_schedule.h"
+#include "search/gpu_schedule.h"
+#include "search/tuning_machine.h"
+
+namespace tessel {
+namespace {
+
+struct Chosen {
+  Trace trace;
+  int64_t record_id = -1;
+  std::optional<double> latency_s;
+};
+
+// The task's schedule: the log's best that still applies to the workload, else the default.
+Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& target, const BuildOptions& o,
+              std::vector<std::string>& notes) {
+  Chosen c;
+  if (log) {
+    if (std::optional<MeasureRecord> best = log->best(task.key, target)) {
+      try {
+        c.trace = trace_from_json(best->trace_json, "log record " + std::to_string(best->id));
+        replay(task.dag, c.trace);
+        c.record_id = best->id;
+        c.latency_s = best->median_s;
+        return c;
+      } catch (const Error& e) {
+        notes.push_back(task.name + ": the log's best schedule (record " + std::to_string(best->id) +
+                        ") does not apply (" + e.what() + "); using the default");
+      }
+    }
+  }
+  c.trace =
+      o.target == TargetKind::Cuda
+          ? default_gpu_schedule(task.dag, GpuTargetSpec{o.device.max_threads_per_block, o.device.max_shared_per_block})
+          : default_schedule(task.dag, CpuTargetSpec{host_vector_lanes(), available_cores()});
+  return c;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct CompiledTask {
+  std::vector<uint8_t> code;
+  std::vector<BufferParam> params;
+  std::vector<CudaLaunch> launches;
+  std::vector<BufferParam> scratch;
+  std::string error;
+};
+
+CompiledTask compile(const ModelTask& task, const Trace& trace, const std::string& entry, const BuildOptions& o,
+                     const std::string& scratch_dir) {
+  CompiledTask c;
+  try {
+    const State state = replay(task.dag, trace);
+    if (o.target == TargetKind::Cuda) {
+      const LoweredFunc func = lower(state, entry, gpu_lower_options(o.device));
+      const CudaProgram program = emit_cuda(func);
+      const std::vector<char> cubin = nvrtc_compile(program, o.device.arch);
+      c.code.assign(cubin.begin(), cubin.end());
+      c.params = func.params;
+      c.launches = program.launches;
+      c.scratch = program.scratch;
+    } else {
+      const LoweredFunc func = lower(state, entry);
+      const std::string path = scratch_dir + "/" + entry + ".so";
+      write_shared_object(func, path);
+      c.code = read_file(path);
+      c.params = func.params;
+    }
+  } catch (const std::exception& e) {
+    c.error = task.name + ": " + e.what();
+  }
+  return c;
+}
+
+// The plan's buffers: one per model value a kernel touches, by name.
+class BufferTable {
+ public:
+  explicit BufferTable(ModelArtifact& a, std::vector<std::vector<uint8_t>>& blobs) : a_(a), blobs_(blobs) {}
+
+  int64_t add(const std::string& name, const TensorInfo& info, PlanBuffer::Kind kind) {
+    auto it = index_.find(name);
+    if (it != index_.end()) return it->second;
+    PlanBuffer b;
+    b.name = name;
+    b.dtype = info.dtype;
+    b.shape = info.shape;
+    b.kind = kind;
+    a_.buffers.push_back(b);
+    return index_[name] = static_cast<int64_t>(a_.buffers.size()) - 1;
+  }
+
+  int64_t weight(const Value& v) {
+    auto it = index_.find(v.name);
+    if (it != index_.end()) return it->second;
+    const int64_t i = add(v.name, v.info, PlanBuffer::Kind::Weight);
+    a_.buffers[i].blob = static_cast<int64_t>(blobs_.size());
+    blobs_.emplace_back(v.constant->bytes(), v.constant->bytes() + v.constant->byte_size());
+    return i;
+  }
+
+  std::optional<int64_t> find(const std::string& name) const {
+    auto it = index_.find(name);
+    return it == index_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+
+ private:
+  ModelArtifact& a_;
+  std::vector<std::vector<uint8_t>>& blobs_;
+  std::map<std::string, int64_t> index_;
+};
+
+// Places the intermediates: each lives from the kernel that writes it to the last that reads it.
+void place_intermediates(ModelArtifact& a, BuildReport& report) {
+  std::vector<int64_t> ids;
+  std::vector<Lifetime> lives;
+  for (size_t b = 0; b < a.buffers.size(); ++b) {
+    if (a.buffers[b].kind != PlanBuffer::Kind::Intermediate) continue;
+    Lifetime l{a.buffers[b].bytes(), -1, -1};
+    for (size_t k = 0; k < a.kernels.size(); ++k)
+      for (int64_t arg : a.kernels[k].args)
+        if (arg == static_cast<int64_t>(b)) {
+          if (l.first < 0) l.first = static_cast<int64_t>(k);
+          l.last = static_cast<int64_t>(k);
+        }
+    ids.push_back(static_cast<int64_t>(b));
+    lives.push_back(l);
+  }
+  const MemoryPlan plan = plan_memory(lives);
+  for (size_t i = 0; i < ids.size(); ++i) a.buffers[ids[i]].offset = plan.offsets[i];
+  a.arena_bytes = plan.arena_bytes;
+  a.liveness_bound_bytes = plan.live_bound_bytes;
+  report.arena_bytes = plan.arena_bytes;
+  report.live_bound_bytes = plan.live_bound_bytes;
+}
+
+}  // namespace
+
+BuildReport build_model(const Model& model, const BuildOptions& o, const std::string& out_path) {
+  const auto start = std::chrono::steady_clock::now();
+  BuildReport report;
+  std::optional<TuningLog> log;
+  if (o.db) log.emplace(TuningLog::open(*o.db, TuningLog::Mode::ReadOnly));
+  const TargetInfo target = o.target == TargetKind::Cuda ? cuda_target(o.device) : host_llvm_target();
+
+  std::vector<Chosen> chosen;
+  for (const ModelTask& task : model.tasks)
+    chosen.push_back(choose(task, log ? &*log : nullptr, target, o, report.notes));
+  const std::string scratch_dir =
+      (std::filesystem::temp_directory_path() / ("tessel-build-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(scratch_dir);
+  std::vector<CompiledTask> compiled(model.tasks.size());
+  parallel_indices(model.tasks.size(), [&](size_t i) {
+    compiled[i] = compile(model.tasks[i], chosen[i].trace, "tessel_k" + std::to_string(i), o, scratch_dir);
+  });
+  std::filesystem::remove_all(scratch_dir);
+  for (const CompiledTask& c : compiled)
+    if (!c.error.empty()) throw Error("cannot build " + c.error);
+
+  ModelArtifact a;
+  a.target = o.target;
+  a.arch = o.target == TargetKind::Cuda ? o.device.arch : host_llvm_target().arch;
+  a.device = o.device_name;
+  a.tool_version = std::string("tessel ") + TESSEL_VERSION;
+  a.model = model.path;
+  std::vector<std::vector<uint8_t>> blobs;
+  BufferTable buffers(a, blobs);
+  for (const std::string& in : model.graph.inputs)
+    a.inputs.push_back(buffers.add(in, model.graph.value(in).info, PlanBuffer::Kind::Input));
+  std::vector<int64_t> code_blob(model.tasks.size(), -1);
+  std::map<size_t, size_t> task_of;
+  for (size_t t = 0; t < model.tasks.size(); ++t)
+    for (size_t s : model.tasks[t].subgraphs) task_of[s] = t;
+  const auto& outputs = model.graph.outputs;
+  for (size_t s = 0; s < model.partition.subgraphs.size(); ++s) {
+    const Subgraph& sub = model.partition.subgraphs[s];
+    const size_t t = task_of.at(s);
+    if (code_blob[t] < 0) {
+      code_blob[t] = static_cast<int64_t>(blobs.size());
+      blobs.push_back(compiled[t].code);
+    }
+    PlanKernel k;
+    k.name = "k" + std::to_string(s);
+    k.entry = "tessel_k" + std::to_string(t);
+    k.blob = code_blob[t];
+    k.launches = compiled[t].launches;
+    k.scratch = compiled[t].scratch;
+    k.workload_key = model.tasks[t].key;
+    k.summary = sub.summary;
+    k.record_id = chosen[t].record_id;
+    for (const BufferParam& p : compiled[t].params) {
+      if (p.is_output) {
+        const bool model_output = std::find(outputs.begin(), outputs.end(), sub.output) != outputs.end();
+        k.args.push_back(buffers.add(sub.output, model.graph.value(sub.output).info,
+                                     model_output ? PlanBuffer::Kind::Output : PlanBuffer::Kind::Intermediate));
+        continue;
+      }
+      const std::string& value = sub.inputs.at(static_cast<size_t>(std::stoll(p.name.substr(1))));  // p<k>: input k
+      const Value& v = model.graph.value(value);
+      if (v.constant)
+        k.args.push_back(buffers.weight(v));
+      else if (std::optional<int64_t> b = buffers.find(value))
+        k.args.push_back(*b);
+      else
+        throw Error("building " + sub.summary + ": its input '" + value + "' is computed by no earlier kernel");
+    }
+    a.kernels.push_back(std::move(k));
+  }
+  for (const std::string& out : outputs) {
+    const Value& v = model.graph.value(out);
+    std::optional<int64_t> b = buffers.find(out);
+    a.outputs.push_back(b            ? *b
+                        : v.constant ? buffers.weight(v)
+                                     : throw Error("nothing computes the output '" + out + "'"));
+  }
+  place_intermediates(a, report);
+  for (const PlanBuffer& b : a.buffers)
+    if (b.kind == PlanBuffer::Kind::Weight) report.weight_bytes += b.bytes();
+  write_model_artifact(out_path, a, blobs);
+
+  for (size_t t = 0; t < model.tasks.size(); ++t) {
+    const ModelTask& m = model.tasks[t];
+    report.tasks.push_back(BuiltTask{m.key, m.name, m.weight, chosen[t].record_id, m.estimate_s, chosen[t].latency_s});
+  }
+  report.kernels = static_cast<int64_t>(a.kernels.size());
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace tessel

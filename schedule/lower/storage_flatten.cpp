@@ -77,8 +77,9 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& extents, cons
   for (size_t d = extents.size(); d-- > 0;) {
     for (const StorageAlign& a : align)
       if (a.axis == static_cast<int>(d) && d + 1 < extents.size() + 1) {
-        // Pad so that stride % factor == offset (applied to the dimension's own stride).
-        while (stride % a.factor != a.offset) ++stride;
+        // Pad so that stride % factor == offset (applied to the dimension's own stride): the
+        // smallest padding, computed (a loop of increments would take `factor` steps).
+        stride += ((a.offset - stride % a.factor) % a.factor + a.factor) % a.factor;
       }
     strides[d] = stride;
     stride *= extents[d];

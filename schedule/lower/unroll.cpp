@@ -1,5 +1,7 @@
 #include "schedule/lower/unroll.h"
 
+#include <algorithm>
+
 namespace tessel {
 
 namespace {
@@ -34,7 +36,8 @@ bool unrollable(const Stmt& s) {
 Stmt auto_unroll(const Stmt& s, int64_t budget) {
   return rewrite(s, nullptr, [&](const Stmt& n) -> Stmt {
     if (!unrollable(n)) return nullptr;
-    if (*as_int(n->extent) * count_statements(n->body[0]) > budget) return nullptr;
+    const int64_t statements = std::max<int64_t>(1, count_statements(n->body[0]));
+    if (*as_int(n->extent) > budget / statements) return nullptr;  // extent * statements > budget, without overflow
     return unroll_one(n);
   });
 }
@@ -50,7 +53,7 @@ Stmt unroll_loops(const Stmt& s) {
                       auto_unroll(loop->body[0], loop->pragma_unroll_max_step), loop->thread_tag, 0);
     if (loop->for_kind != ForKind::Unrolled) return loop == n ? nullptr : loop;
     if (unrollable(loop) && *as_int(loop->extent) <= kMaxExplicitUnroll &&
-        *as_int(loop->extent) * count_statements(loop->body[0]) <= kMaxUnrolledStatements)
+        *as_int(loop->extent) * count_statements(loop->body[0]) <= kMaxUnrolledStatements)  // both bounded
       return unroll_one(loop);
     // Too large to unroll: a plain loop (asking LLVM to unroll it fully would only stall it).
     return make_for(loop->var, loop->min, loop->extent, ForKind::Serial, loop->body[0], loop->thread_tag, 0);

@@ -2,6 +2,7 @@
 // prefetch: the steps that annotate a stage without changing its loops.
 #include <algorithm>
 
+#include "schedule/state/schedule_limits.h"
 #include "schedule/state/step_internal.h"
 
 namespace tessel::step_internal {
@@ -47,6 +48,9 @@ void apply_pragma(State& state, const Step& step) {
   leaf_position(s, step.loop);
   if (step.pragma != "auto_unroll_max_step") reject("unknown pragma '" + step.pragma + "'");
   if (step.value < 0) reject("auto_unroll_max_step must not be negative");
+  if (step.value > kMaxAutoUnrollStep)
+    reject("auto_unroll_max_step " + std::to_string(step.value) + " is beyond the limit of " +
+           std::to_string(kMaxAutoUnrollStep) + " unrolled statements");
   s.auto_unroll_max_step = static_cast<int>(step.value);
   s.pragma_loop = step.loop;
 }
@@ -58,6 +62,9 @@ void apply_storage_align(State& state, const Step& step) {
   if (step.axis < 0 || step.axis >= static_cast<int>(op.shape.size()))
     reject("axis " + std::to_string(step.axis) + " is outside the rank " + std::to_string(op.shape.size()));
   if (step.value < 1) reject("alignment factor must be positive");
+  if (step.value > kMaxStorageAlignFactor)
+    reject("alignment factor " + std::to_string(step.value) + " is beyond the limit of " +
+           std::to_string(kMaxStorageAlignFactor) + " elements");
   if (step.offset < 0 || step.offset >= step.value) reject("offset must be in [0, factor)");
   s.storage_align.push_back(StorageAlign{step.axis, step.value, step.offset});
 }
@@ -82,6 +89,9 @@ void apply_prefetch(State& state, const Step& step) {
   if (std::find(readers.begin(), readers.end(), step.stage) == readers.end())
     reject("stage " + step.stage + " does not read " + step.tensor);
   if (step.value < 1) reject("prefetch offset must be at least one iteration ahead, not " + std::to_string(step.value));
+  if (step.value > kMaxPrefetchOffset)
+    reject("prefetch offset " + std::to_string(step.value) + " is beyond the limit of " +
+           std::to_string(kMaxPrefetchOffset) + " iterations");
   for (const PrefetchHint& p : s.prefetches)
     if (p.loop == step.loop && p.tensor == step.tensor)
       reject(step.tensor + " is already prefetched in loop '" + step.loop + "'");

@@ -1,8 +1,11 @@
 // split, fuse and reorder: the steps that reshape one stage's loop nest.
 #include <algorithm>
+#include <optional>
 #include <set>
 
+#include "schedule/state/schedule_limits.h"
 #include "schedule/state/step_internal.h"
+#include "schedule/te/checked_math.h"
 
 namespace tessel::step_internal {
 
@@ -10,8 +13,21 @@ void apply_split(State& state, const Step& step) {
   Stage& s = schedulable_stage(state, step.stage);
   int pos = leaf_position(s, step.loop);
   if (step.factors.empty()) reject("split needs at least one factor");
+  if (static_cast<int64_t>(step.factors.size()) > kMaxSplitFactors)
+    reject("split has " + std::to_string(step.factors.size()) + " factors; at most " +
+           std::to_string(kMaxSplitFactors) + " are allowed");
   for (int64_t f : step.factors)
     if (f < 1) reject("split factor " + std::to_string(f) + " is not positive");
+  // The product of the factors, checked: beyond the padding limit (schedule_limits.h) long before
+  // it overflows, but it must not wrap on the way there.
+  int64_t inner = 1;
+  for (int64_t f : step.factors) {
+    std::optional<int64_t> next = checked_mul(inner, f);
+    if (!next)
+      reject("the product of the split factors is beyond the int64 range; it may exceed the loop's extent " +
+             std::to_string(s.vars[s.leaves[pos]].extent) + " only by the padding a schedule is allowed");
+    inner = *next;
+  }
   int parent = s.leaves[pos];
   if (s.vars[parent].annotation != Annotation::None)
     reject("loop '" + step.loop + "' is annotated " + to_string(s.vars[parent].annotation) +
@@ -25,9 +41,8 @@ void apply_split(State& state, const Step& step) {
     children.push_back(static_cast<int>(s.vars.size()) - 1);
   }
   r.children = children;
-  int64_t inner = 1;
-  for (int64_t f : step.factors) inner *= f;
-  s.vars[children[0]].extent = (s.vars[parent].extent + inner - 1) / inner;
+  const int64_t extent = s.vars[parent].extent;
+  s.vars[children[0]].extent = extent / inner + (extent % inner != 0 ? 1 : 0);
   for (size_t k = 0; k < step.factors.size(); ++k) s.vars[children[k + 1]].extent = step.factors[k];
   s.relations.push_back(r);
   s.leaves.erase(s.leaves.begin() + pos);
@@ -62,7 +77,9 @@ void apply_fuse(State& state, const Step& step) {
       reject("loop '" + v.name + "' is annotated " + to_string(v.annotation) + "; fuse before annotating");
     require_no_prefetch_in(s, v.name, "fuse before the prefetch (whose offset counts its iterations)");
     name += (name.empty() ? "" : "@") + v.name;
-    extent *= v.extent;
+    std::optional<int64_t> product = checked_mul(extent, v.extent);
+    if (!product) reject("the fused loop's extent is beyond the int64 range");
+    extent = *product;
     r.parents.push_back(s.leaves[p]);
   }
   // Stages computed at a loop that disappears would lose their place.

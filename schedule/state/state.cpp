@@ -162,8 +162,9 @@ void derive_extents(Stage& stage, const std::vector<int64_t>& root_extents) {
     if (r.kind == Relation::Kind::Split) {
       int64_t inner = 1;
       for (int64_t l : r.lengths) inner *= l;
+      // The schedule limits keep every product here below 2^62 (schedule_limits.h).
       int64_t parent = stage.vars[r.parents[0]].extent;
-      stage.vars[r.children[0]].extent = (parent + inner - 1) / inner;
+      stage.vars[r.children[0]].extent = parent / inner + (parent % inner != 0 ? 1 : 0);
       for (size_t k = 0; k < r.lengths.size(); ++k) stage.vars[r.children[k + 1]].extent = r.lengths[k];
     } else {
       int64_t product = 1;

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "schedule/state/schedule_limits.h"
 #include "schedule/state/step_internal.h"
 #include "schedule/te/error.h"
 
@@ -199,6 +200,7 @@ void apply_step(State& state, const Step& step, int index) {
       case StepKind::SetScope: apply_set_scope(next, step); break;
       case StepKind::Prefetch: apply_prefetch(next, step); break;
     }
+    if (std::string why = state_limit_violation(next); !why.empty()) reject(why);
   } catch (const Rejected& r) {
     throw ScheduleError(index, step.describe(), r.reason);
   }

@@ -12,8 +12,11 @@
 namespace tessel {
 
 // Parses `text`; an InputError naming `where` for anything that is not one JSON value (including
-// numbers beyond a double's range, such as 1e400).
-nlohmann::json parse_json_text(const std::string& text, const std::string& where);
+// numbers beyond a double's range, such as 1e400), with the line and column of the problem. Deep
+// nesting is safe: nlohmann's parser and destructor do not recurse per level. The message reads
+// "WHERE: PROBLEM: detail"; readers whose messages users already know keep their wording in `problem`.
+nlohmann::json parse_json_text(const std::string& text, const std::string& where,
+                               const std::string& problem = "not valid JSON");
 // Reads and parses the file at `path`; the error names the path.
 nlohmann::json parse_json_file(const std::string& path);
 
@@ -45,5 +48,14 @@ class JsonObject {
   const nlohmann::json* value_;
   std::string where_;
 };
+
+// Why `value` is not an integer in [min, max] ("must be an integer from 1 to 16, not the number
+// 1.5"), or nullopt when it is one.
+std::optional<std::string> integer_problem(const nlohmann::json& value, int64_t min, int64_t max);
+// `value` as an integer in [min, max]; otherwise InputError("WHERE: " + the problem).
+int64_t json_integer(const nlohmann::json& value, const std::string& where, int64_t min, int64_t max);
+
+// What a JSON value is, for messages: "the string \"abc\"", "null", "the number 1.5", "an array".
+std::string json_kind(const nlohmann::json& value);
 
 }  // namespace tessel

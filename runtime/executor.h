@@ -1,0 +1,52 @@
+// The two places a model runs — this CPU (cpu_executor.cpp) and the GPU (gpu_executor.cpp) — behind
+// one interface: a ModelExecutor holds what is loaded once per model (code, weights), a
+// ContextExecutor one context's memory. ExecutionContext (model.h) checks every input before an
+// executor is asked to run, so executors trust what they are given.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+
+namespace tessel {
+
+struct BoundInput {
+  const void* data = nullptr;
+  MemoryKind memory = MemoryKind::Host;
+};
+
+class ContextExecutor {
+ public:
+  virtual ~ContextExecutor() = default;
+  // Runs every kernel in order, `inputs[i]` being the model's input i, and returns when the outputs
+  // are ready.
+  virtual void run(const std::vector<BoundInput>& inputs) = 0;
+  // Where the model's output i is (in the model's memory kind).
+  virtual const void* output(size_t i) const = 0;
+  virtual void copy_output(size_t i, void* dst, MemoryKind memory) const = 0;
+  virtual MemoryUsage memory_usage() const = 0;
+  virtual bool replays_graph() const { return false; }
+};
+
+class ModelExecutor {
+ public:
+  virtual ~ModelExecutor() = default;
+  virtual MemoryKind memory() const = 0;
+  virtual int64_t weight_bytes() const = 0;
+  // A context of this model; the model outlives it.
+  virtual std::unique_ptr<ContextExecutor> create_context() const = 0;
+};
+
+// Loads `artifact` (read from `path`, its bytes in `bytes`, which need not outlive the executor) for
+// this CPU or the GPU. Throw ArtifactError when it cannot run here, naming `path`.
+std::unique_ptr<ModelExecutor> load_cpu_executor(const ModelArtifact& artifact, const std::vector<uint8_t>& bytes,
+                                                 const std::string& path);
+std::unique_ptr<ModelExecutor> load_gpu_executor(const ModelArtifact& artifact, const std::vector<uint8_t>& bytes,
+                                                 const std::string& path);
+
+// "kernel 3 (k3) of 'model.tsl'": how errors name a kernel.
+std::string kernel_where(const ModelArtifact& artifact, size_t k, const std::string& path);
+
+}  // namespace tessel

@@ -1,0 +1,227 @@
+// The GPU executor. Per model: the weights copied to the device once, in one allocation, and each
+// kernel's cubin loaded once (kernels of one task share it) without scratch of its own. Per context:
+// a stream, one device allocation holding the arena, the outputs, a copy of every input and every
+// kernel's scratch, all made when the context is; with every pointer then fixed, the launches of a
+// whole run are recorded once as a CUDA graph on the context's stream. A run copies the inputs in
+// (host to device, or device to device for device pointers: the graph's pointers never change),
+// replays the graph (or, where the driver has none, launches the kernels one by one) and waits.
+#include <map>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "runtime/executor.h"
+
+namespace tessel {
+namespace {
+
+constexpr int64_t kAlign = 256;  // cuMemAlloc's own alignment, kept for every sub-buffer
+
+int64_t aligned(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+int64_t scratch_bytes(const BufferParam& s) {
+  int64_t bytes = s.dtype == DType::Float32 ? 4 : s.dtype == DType::Int64 ? 8 : 1;
+  for (int64_t e : s.shape) bytes *= e;
+  return bytes;
+}
+
+// A device allocation freed with its owner.
+class DeviceBlock {
+ public:
+  DeviceBlock(CudaRuntime& rt, int64_t bytes) : rt_(rt), bytes_(bytes), ptr_(rt.alloc(bytes)) {}
+  ~DeviceBlock() { rt_.free(ptr_); }
+  DeviceBlock(const DeviceBlock&) = delete;
+  DeviceBlock& operator=(const DeviceBlock&) = delete;
+  uint64_t ptr() const { return ptr_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  CudaRuntime& rt_;
+  int64_t bytes_;
+  uint64_t ptr_;
+};
+
+CudaRuntime& gpu_for(const ModelArtifact& a, const std::string& path) {
+  std::string why;
+  CudaRuntime* rt = CudaRuntime::get(&why);
+  const std::string built = a.arch + (a.device.empty() ? "" : ", " + a.device);
+  if (!rt) throw ArtifactError("'" + path + "' is a cuda model (" + built + ") and this machine cannot run it: " + why);
+  if (rt->device().arch != a.arch)
+    throw ArtifactError("'" + path + "' was built for " + built + "; this GPU is " + rt->device().arch + " (" +
+                        rt->device().name + "); rebuild it on this machine with `tessel build --target cuda`");
+  return *rt;
+}
+
+class GpuModel final : public ModelExecutor {
+ public:
+  GpuModel(const ModelArtifact& a, const std::vector<uint8_t>& bytes, const std::string& path)
+      : a_(a), rt_(gpu_for(a, path)) {
+    int64_t total = 0;
+    for (size_t i = 0; i < a.buffers.size(); ++i)
+      if (a.buffers[i].kind == PlanBuffer::Kind::Weight) {
+        weight_offset_[i] = total;
+        total += aligned(a.buffers[i].bytes());
+      }
+    weights_ = std::make_unique<DeviceBlock>(rt_, total);
+    for (const auto& [buffer, offset] : weight_offset_) {
+      const Blob& blob = a.blobs[a.buffers[buffer].blob];
+      rt_.copy_to_device(weights_->ptr() + offset, bytes.data() + blob.offset, blob.size);
+    }
+    std::map<int64_t, size_t> by_blob;
+    for (size_t k = 0; k < a.kernels.size(); ++k) {
+      const PlanKernel& kernel = a.kernels[k];
+      if (kernel.launches.empty()) throw ArtifactError(kernel_where(a, k, path) + ": no launches (a CPU kernel?)");
+      auto shared = by_blob.find(kernel.blob);
+      if (shared != by_blob.end() && same_program(a.kernels[module_kernel_[shared->second]], kernel)) {
+        module_of_.push_back(shared->second);
+        continue;
+      }
+      const Blob& blob = a.blobs[kernel.blob];
+      const std::vector<char> cubin(bytes.begin() + blob.offset, bytes.begin() + blob.offset + blob.size);
+      CudaProgram program;
+      program.launches = kernel.launches;
+      program.scratch = kernel.scratch;
+      try {
+        modules_.push_back(rt_.load_for_streams(program, cubin));
+      } catch (const Error& e) {
+        throw ArtifactError(kernel_where(a, k, path) + ": its code cannot be loaded: " + e.what());
+      }
+      by_blob[kernel.blob] = modules_.size() - 1;
+      module_kernel_.push_back(k);
+      module_of_.push_back(modules_.size() - 1);
+    }
+  }
+
+  MemoryKind memory() const override { return MemoryKind::Device; }
+  int64_t weight_bytes() const override { return weights_->bytes(); }
+  std::unique_ptr<ContextExecutor> create_context() const override;
+
+  const ModelArtifact& artifact() const { return a_; }
+  CudaRuntime& runtime() const { return rt_; }
+  uint64_t weight(size_t buffer) const { return weights_->ptr() + weight_offset_.at(buffer); }
+  CudaModule& module(size_t kernel) const { return *modules_[module_of_[kernel]]; }
+
+ private:
+  static bool same_program(const PlanKernel& x, const PlanKernel& y) {
+    if (x.launches.size() != y.launches.size() || x.scratch.size() != y.scratch.size()) return false;
+    for (size_t i = 0; i < x.launches.size(); ++i) {
+      const CudaLaunch &p = x.launches[i], &q = y.launches[i];
+      if (p.kernel_name != q.kernel_name || p.args != q.args || p.dynamic_shared_bytes != q.dynamic_shared_bytes ||
+          !std::equal(p.grid, p.grid + 3, q.grid) || !std::equal(p.block, p.block + 3, q.block))
+        return false;
+    }
+    for (size_t i = 0; i < x.scratch.size(); ++i)
+      if (x.scratch[i].name != y.scratch[i].name || scratch_bytes(x.scratch[i]) != scratch_bytes(y.scratch[i]))
+        return false;
+    return true;
+  }
+
+  const ModelArtifact& a_;
+  CudaRuntime& rt_;
+  std::unique_ptr<DeviceBlock> weights_;
+  std::map<size_t, int64_t> weight_offset_;  // buffer index -> offset in weights_
+  std::vector<std::unique_ptr<CudaModule>> modules_;
+  std::vector<size_t> module_kernel_;  // per module, the first kernel loaded with it
+  std::vector<size_t> module_of_;      // per kernel
+};
+
+class GpuContext final : public ContextExecutor {
+ public:
+  explicit GpuContext(const GpuModel& m) : m_(m) {
+    const ModelArtifact& a = m.artifact();
+    // One allocation: arena, then outputs, inputs and scratch, each at a 256-byte boundary.
+    std::vector<int64_t> offset(a.buffers.size(), -1);
+    int64_t at = aligned(a.arena_bytes);
+    usage_.arena = a.arena_bytes;
+    for (size_t b = 0; b < a.buffers.size(); ++b) {
+      const PlanBuffer& buffer = a.buffers[b];
+      if (buffer.kind == PlanBuffer::Kind::Intermediate) offset[b] = buffer.offset;
+      if (buffer.kind == PlanBuffer::Kind::Output || buffer.kind == PlanBuffer::Kind::Input) {
+        offset[b] = at;
+        at += aligned(buffer.bytes());
+        (buffer.kind == PlanBuffer::Kind::Output ? usage_.outputs : usage_.inputs) += buffer.bytes();
+      }
+    }
+    std::vector<std::vector<int64_t>> scratch_offset(a.kernels.size());
+    for (size_t k = 0; k < a.kernels.size(); ++k)
+      for (const BufferParam& s : a.kernels[k].scratch) {
+        scratch_offset[k].push_back(at);
+        at += aligned(scratch_bytes(s));
+        usage_.scratch += scratch_bytes(s);
+      }
+    block_ = std::make_unique<DeviceBlock>(m.runtime(), at);
+    pointer_.assign(a.buffers.size(), 0);
+    for (size_t b = 0; b < a.buffers.size(); ++b)
+      pointer_[b] = a.buffers[b].kind == PlanBuffer::Kind::Weight ? m.weight(b) : block_->ptr() + offset[b];
+    args_.resize(a.kernels.size());
+    scratch_.resize(a.kernels.size());
+    for (size_t k = 0; k < a.kernels.size(); ++k) {
+      for (int64_t b : a.kernels[k].args) args_[k].push_back(pointer_[b]);
+      for (int64_t o : scratch_offset[k]) scratch_[k].push_back(block_->ptr() + o);
+    }
+    stream_ = m.runtime().create_stream();
+    graph_ = stream_->capture([this] { launch_all(); });
+  }
+
+  void run(const std::vector<BoundInput>& inputs) override {
+    const ModelArtifact& a = m_.artifact();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int64_t b = a.inputs[i];
+      if (inputs[i].memory == MemoryKind::Device)
+        stream_->copy_on_device(pointer_[b], reinterpret_cast<uint64_t>(inputs[i].data), a.buffers[b].bytes());
+      else
+        stream_->copy_to_device(pointer_[b], inputs[i].data, a.buffers[b].bytes());
+    }
+    if (graph_)
+      stream_->replay();
+    else
+      launch_all();
+    stream_->synchronize();  // the inputs may go away once run() returns
+  }
+
+  const void* output(size_t i) const override {
+    return reinterpret_cast<const void*>(pointer_[m_.artifact().outputs[i]]);
+  }
+
+  void copy_output(size_t i, void* dst, MemoryKind memory) const override {
+    const int64_t b = m_.artifact().outputs[i];
+    const int64_t bytes = m_.artifact().buffers[b].bytes();
+    if (memory == MemoryKind::Device)
+      stream_->copy_on_device(reinterpret_cast<uint64_t>(dst), pointer_[b], bytes);
+    else
+      stream_->copy_to_host(dst, pointer_[b], bytes);
+    stream_->synchronize();
+  }
+
+  bool replays_graph() const override { return graph_; }
+
+  MemoryUsage memory_usage() const override {
+    MemoryUsage u = usage_;
+    u.memory = MemoryKind::Device;
+    u.weights = m_.weight_bytes();
+    return u;
+  }
+
+ private:
+  void launch_all() {
+    for (size_t k = 0; k < args_.size(); ++k) m_.module(k).run_on(*stream_, args_[k], scratch_[k]);
+  }
+
+  const GpuModel& m_;
+  std::unique_ptr<DeviceBlock> block_;
+  std::vector<uint64_t> pointer_;               // per buffer, its device address
+  std::vector<std::vector<uint64_t>> args_;     // per kernel, a pointer per parameter
+  std::vector<std::vector<uint64_t>> scratch_;  // per kernel, its scratch buffers
+  std::unique_ptr<CudaStream> stream_;
+  bool graph_ = false;
+  MemoryUsage usage_;
+};
+
+std::unique_ptr<ContextExecutor> GpuModel::create_context() const { return std::make_unique<GpuContext>(*this); }
+
+}  // namespace
+
+std::unique_ptr<ModelExecutor> load_gpu_executor(const ModelArtifact& artifact, const std::vector<uint8_t>& bytes,
+                                                 const std::string& path) {
+  return std::make_unique<GpuModel>(artifact, bytes, path);
+}
+
+}  // namespace tessel

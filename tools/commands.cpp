@@ -118,6 +118,7 @@ int cmd_show(const ShowArgs& args) {
 
 int cmd_check(const CheckArgs& args) {
   Workload w = workload_of(args.workload);
+  require_fits_in_memory(w);
   struct Candidate {
     std::string label;
     Trace trace;
@@ -163,6 +164,7 @@ int cmd_run(const RunArgs& args) {
   if (!args.db.empty() && !args.record && !args.best) throw InputError("--db goes with --record or --best");
   if (args.best && args.schedule != "default") throw InputError("give either --schedule or --best, not both");
   Workload w = workload_of(args.workload);
+  require_fits_in_memory(w);
   Trace trace;
   std::optional<Trace> best;
   if (args.best) best = best_recorded_trace(args.db, w, std::cerr);

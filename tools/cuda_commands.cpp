@@ -39,6 +39,7 @@ void print_cuda_program(std::ostream& out, const CudaProgram& program) {
 
 int cmd_check_cuda(const CheckArgs& args) {
   Workload w = workload_of_args(args.workload);
+  if (!args.compile_only) require_fits_in_memory(w);
   CudaRuntime* rt = args.compile_only ? nullptr : &require_device();
   std::string arch = rt ? rt->device().arch : "sm_90";
   CudaDeviceInfo device = rt ? rt->device() : default_cuda_device_info();
@@ -97,6 +98,7 @@ int cmd_run_cuda(const RunArgs& args) {
   if (args.best && args.schedule != "default") throw InputError("give either --schedule or --best, not both");
   if (args.threads) throw InputError("--threads is for --target llvm");
   Workload w = workload_of_args(args.workload);
+  require_fits_in_memory(w);
   CudaRuntime& rt = require_device();
   TargetInfo target = cuda_target(rt.device());
   std::optional<Trace> best;

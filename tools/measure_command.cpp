@@ -91,6 +91,7 @@ int cmd_measure(const MeasureArgs& args) {
     throw InputError("--threads, --no-pin and --flush-cache are for --target llvm");
   if (args.target != TargetKind::Cuda && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
   Workload w = workload_of_args(args.workload);
+  require_fits_in_memory(w);
   std::map<int64_t, Fault> faults;
   if (!args.inject.empty()) faults = parse_fault_plan(args.inject);
 

@@ -198,6 +198,7 @@ int cmd_tune(const TuneArgs& args) {
   std::vector<TuneTask> tasks;
   std::vector<double> flops;
   for (const Workload& w : workloads_of(args)) {
+    require_fits_in_memory(w);
     tasks.push_back(TuneTask{w.name, w.dag, 1});
     flops.push_back(w.dag.flops());
   }

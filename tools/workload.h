@@ -21,5 +21,12 @@ Workload resolve_workload(const std::string& op, const std::vector<std::string>&
 
 // Every case of a suite file, in file order.
 std::vector<Workload> load_suite(const std::string& path);
+// The same for the text of a suite; `path` names it in messages.
+std::vector<Workload> parse_suite(const std::string& text, const std::string& path);
+
+// Throws InputError naming the workload when its buffers do not fit in this machine's memory
+// (schedule/interpreter/host_memory.h). Commands that allocate them (check, run, measure, tune) call
+// it before any other work.
+void require_fits_in_memory(const Workload& w);
 
 }  // namespace tessel

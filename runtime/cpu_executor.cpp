@@ -44,10 +44,6 @@ class CpuModel final : public ModelExecutor {
  public:
   CpuModel(const ModelArtifact& a, const std::vector<uint8_t>& bytes, const std::string& path) : a_(a) {
     check_cpu_can_run(a, path);
-    for (const PlanBuffer& b : a.buffers)
-      if (b.kind == PlanBuffer::Kind::Intermediate && b.offset % kAlign != 0)
-        throw ArtifactError("'" + path + "': intermediate '" + b.name + "' is at arena offset " +
-                            std::to_string(b.offset) + ", not a multiple of 64 as the kernels assume");
     copy_weights(bytes);
     std::map<int64_t, KernelLibrary*> by_blob;
     for (size_t k = 0; k < a.kernels.size(); ++k) {

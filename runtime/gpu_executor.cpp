@@ -27,7 +27,13 @@ int64_t scratch_bytes(const BufferParam& s) {
 class DeviceBlock {
  public:
   DeviceBlock(CudaRuntime& rt, int64_t bytes) : rt_(rt), bytes_(bytes), ptr_(rt.alloc(bytes)) {}
-  ~DeviceBlock() { rt_.free(ptr_); }
+  ~DeviceBlock() {
+    try {
+      rt_.free(ptr_);
+    } catch (const Error&) {
+      // Destructors must not throw; a failing device reports itself on the runtime's next call.
+    }
+  }
   DeviceBlock(const DeviceBlock&) = delete;
   DeviceBlock& operator=(const DeviceBlock&) = delete;
   uint64_t ptr() const { return ptr_; }

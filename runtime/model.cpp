@@ -40,6 +40,16 @@ std::string describe(DType dtype, const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
+// What the executors rely on beyond what read_model_artifact checks: every intermediate 64-byte
+// aligned in the arena (CPU kernels are compiled assuming 64-byte aligned buffers, GPU launches
+// need 16).
+void check_plan(const ModelArtifact& a, const std::string& path) {
+  for (const PlanBuffer& b : a.buffers)
+    if (b.kind == PlanBuffer::Kind::Intermediate && b.offset % 64 != 0)
+      throw ArtifactError("'" + path + "': intermediate '" + b.name + "' is at arena offset " +
+                          std::to_string(b.offset) + ", not a multiple of 64 as the kernels assume");
+}
+
 }  // namespace
 
 LoadedModel LoadedModel::load(const std::string& path) {
@@ -48,6 +58,7 @@ LoadedModel LoadedModel::load(const std::string& path) {
   std::vector<uint8_t> bytes;
   state->artifact = read_model_artifact(path, bytes);
   const ModelArtifact& a = state->artifact;
+  check_plan(a, path);
   state->inputs = tensors_of(a, a.inputs);
   state->outputs = tensors_of(a, a.outputs);
   state->executor =

@@ -115,6 +115,12 @@ TEST_CASE("a manifest whose offsets or indices point outside the file or the are
   edit_manifest(f.path, [](nlohmann::json& j) { j["buffers"][1]["offset"] = 64; });  // h past the arena's end
   CHECK_THAT(load_error(f.path), Contains("outside the arena"));
   write_bytes(f.path, good);
+  edit_manifest(f.path, [](nlohmann::json& j) {
+    j["arena_bytes"] = 1024;
+    j["buffers"][1]["offset"] = 8;
+  });
+  CHECK_THAT(load_error(f.path), Contains("intermediate 'h' is at arena offset 8, not a multiple of 64"));
+  write_bytes(f.path, good);
   edit_manifest(f.path, [](nlohmann::json& j) { j["kernels"][1]["args"][2] = 17; });
   CHECK_THAT(load_error(f.path), Contains("kernels[1]") && Contains("index outside"));
   write_bytes(f.path, good);

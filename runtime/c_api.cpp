@@ -1,4 +1,4 @@
-// The C API (tessel_runtime.h) over LoadedModel / ExecutionContext: every call catches what the C++
+// The C API (tessel_runtime.h) over LoadedModel / ExecutionContext: every function catches what the C++
 // side throws and turns it into a status and this thread's error message.
 #include <new>
 
@@ -42,8 +42,8 @@ TesselStatus guarded(Body&& body) {
   }
 }
 
-TesselStatus null_argument(const char* call, const char* what) {
-  return fail(TESSEL_ERROR_ARGUMENT, std::string(call) + ": " + what + " is null");
+TesselStatus null_argument(const char* function, const char* what) {
+  return fail(TESSEL_ERROR_ARGUMENT, std::string(function) + ": " + what + " is null");
 }
 
 TesselDType c_dtype(DType d) {
@@ -58,12 +58,12 @@ TesselDType c_dtype(DType d) {
   return TESSEL_FLOAT32;
 }
 
-TesselStatus tensor_info(const char* call, const TesselModel* model, size_t index, bool input, const char** name,
+TesselStatus tensor_info(const char* function, const TesselModel* model, size_t index, bool input, const char** name,
                          TesselDType* dtype, size_t* rank, const int64_t** dims) {
-  if (!model) return null_argument(call, "the model");
+  if (!model) return null_argument(function, "the model");
   const std::vector<ModelTensor>& tensors = input ? model->model.inputs() : model->model.outputs();
   if (index >= tensors.size())
-    return fail(TESSEL_ERROR_ARGUMENT, std::string(call) + ": no " + (input ? "input " : "output ") +
+    return fail(TESSEL_ERROR_ARGUMENT, std::string(function) + ": no " + (input ? "input " : "output ") +
                                            std::to_string(index) + "; the model has " + std::to_string(tensors.size()));
   const ModelTensor& t = tensors[index];
   if (name) *name = t.name.c_str();

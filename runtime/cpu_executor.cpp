@@ -3,7 +3,7 @@
 // kernels are compiled assuming every buffer is 64-byte aligned, and a file read into a vector is not
 // aligned so). Per context: the arena of intermediates and the outputs, allocated when it is made,
 // and each kernel's argument array, filled then; a run only writes the inputs' pointers into the
-// arrays and calls the kernels in order.
+// arrays and runs the kernels in order.
 #include <cstdlib>
 #include <cstring>
 #include <map>

@@ -31,7 +31,7 @@ class DeviceBlock {
     try {
       rt_.free(ptr_);
     } catch (const Error&) {
-      // Destructors must not throw; a failing device reports itself on the runtime's next call.
+      // Destructors must not throw; a failing device reports itself the next time the runtime is used.
     }
   }
   DeviceBlock(const DeviceBlock&) = delete;

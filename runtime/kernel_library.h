@@ -1,7 +1,7 @@
 // A kernel's shared object (an artifact's blob) loaded into this process from its bytes: through an
 // anonymous in-memory file (memfd_create, then dlopen of /proc/self/fd/N) so nothing is written to
 // disk, or a temporary file that is removed at once where the system offers no such file. The
-// kernels call tessel_parallel_for, which they find in this process (codegen/llvm/parallel_runtime.h).
+// kernels use tessel_parallel_for, which they find in this process (codegen/llvm/parallel_runtime.h).
 #pragma once
 
 #include <cstddef>

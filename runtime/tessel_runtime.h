@@ -11,8 +11,8 @@
  *   tessel_copy_output(ctx, 0, logits, sizeof logits, 0);
  *   tessel_context_free(ctx);  tessel_model_free(model);
  *
- * Conventions. Handles are opaque. Every call that can fail returns a TesselStatus; on failure the
- * reason, naming what was wrong and where, is tessel_last_error() on the calling thread. A model is
+ * Conventions. Handles are opaque. Every function that can fail returns a TesselStatus; on failure the
+ * reason, naming what was wrong and where, is tessel_last_error() on the same thread. A model is
  * loaded once and shared by any number of contexts; contexts may run at the same time on different
  * threads, but one context is used by one thread at a time. A context keeps its model alive: the two
  * may be freed in either order. Sizes are in bytes, shapes row-major. */
@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-/* Raised whenever a call's meaning changes; a caller may check tessel_api_version() against it. */
+/* Raised whenever a function's meaning changes; a caller may check tessel_api_version() against it. */
 #define TESSEL_API_VERSION 1
 
 typedef enum {
@@ -56,8 +56,8 @@ typedef struct {
 
 int tessel_api_version(void);
 
-/* Why the last failing call on this thread failed; "" when none has. Valid until the next failing
- * call on this thread. */
+/* Why the last failure on this thread happened; "" when there was none. Valid until the next
+ * failure on this thread. */
 const char* tessel_last_error(void);
 
 /* Loads and checks a model file: magic, version, checksums, every offset and size, and that this

@@ -67,7 +67,7 @@ def check_two_kernel(d):
     raises(tessel.ArtifactError, lambda: tessel.load(os.path.join(d, "missing.tsl")), "missing.tsl")
     raises(tessel.ArtifactError, lambda: tessel.load(os.path.join(d, "bad.tsl")), "damaged")
 
-    # Threads: each calls the model on its own input, on its own context, at once.
+    # Threads: each runs the model on its own input, on its own context, at once.
     inputs = [np.fromfile(os.path.join(d, "x%d.bin" % k), np.float32).reshape(M, K) for k in range(3)]
     wants = [np.fromfile(os.path.join(d, "y%d.bin" % k), np.float64).reshape(M, N) for k in range(3)]
     errors = []

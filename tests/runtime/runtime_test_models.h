@@ -41,7 +41,7 @@ struct TwoKernelModel {
   // y for input x, from the reference interpreter.
   std::vector<double> reference(const std::vector<float>& x) const;
 };
-// Compiled once per process (LLVM takes a while), copied out on every call.
+// Compiled once per process (LLVM takes a while), copied out each time.
 TwoKernelModel cpu_two_kernel_model();
 
 // A one-kernel model over every dtype: y = m ? x * float(n) : -1, with x float32[4, 8], n

@@ -8,9 +8,9 @@
 
 Inputs are float32, int64 or bool arrays of exactly the model's dtypes and shapes (m.inputs; a
 Python list takes the input's dtype); anything else raises tessel.InputError naming the input, the
-expected and the given dtype and shape. A call uses
-a context of the calling thread, so threads may call one model at once; m.context() makes one of
-your own. CUDA inputs are any object with __cuda_array_interface__ (torch, CuPy) on GPU 0.
+expected and the given dtype and shape. m(...) runs on a
+context of the running thread, so threads may run one model at once; m.context() makes one of your
+own. CUDA inputs are any object with __cuda_array_interface__ (torch, CuPy) on GPU 0.
 
 The module is ctypes over the runtime's C API (runtime/tessel_runtime.h) in libtessel_runtime.so,
 found at $TESSEL_RUNTIME_LIBRARY, beside this file, or on the system's library path.

@@ -7,7 +7,11 @@
 
 namespace tessel {
 
-int64_t dtype_bytes(DType dtype) { return dtype == DType::Float32 ? 4 : dtype == DType::Int64 ? 8 : 1; }
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
 
 namespace {
 

@@ -15,7 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "schedule/te/expr.h"  // DType
+#include "schedule/te/expr.h"         // DType
+#include "schedule/te/tensor_size.h"  // dtype_bytes
 
 namespace tessel {
 
@@ -48,7 +49,8 @@ class TensorData {
   std::shared_ptr<const std::vector<uint8_t>> bytes_;  // shared: copies of a graph share weights
 };
 
-int64_t dtype_bytes(DType dtype);
+// "[2, 3, 4]" ("[]" for a scalar), for messages.
+std::string shape_string(const std::vector<int64_t>& shape);
 
 struct TensorInfo {
   DType dtype = DType::Float32;

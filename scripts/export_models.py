@@ -29,6 +29,12 @@ class Encoder(nn.Module):
         self.norm = nn.LayerNorm(hidden)
         layer = nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, activation="gelu", batch_first=True)
         self.layers = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        # TransformerEncoder deep-copies one layer: every layer gets weights of its own, as a trained
+        # model has (identical copies would let a runtime keep one set in cache).
+        for clone in self.layers.layers:
+            for p in clone.parameters():
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
 
     def forward(self, ids):
         positions = torch.arange(ids.shape[1]).unsqueeze(0)

@@ -22,7 +22,7 @@ struct ShowArgs {
   WorkloadArgs workload;
   std::string schedule = "default";  // a file, "default" or "none"
   TargetKind target = TargetKind::Llvm;
-  std::string emit = "lowered";      // te | schedule | lowered | llvm
+  std::string emit = "lowered";  // te | schedule | lowered | llvm
   bool dump_passes = false;
 };
 
@@ -42,12 +42,12 @@ struct RunArgs {
   TargetKind target = TargetKind::Llvm;
   bool check = false;
   bool json = false;
-  int threads = 0;  // 0: every core
+  int threads = 0;                   // 0: every core
   std::optional<double> min_time_s;  // of samples (unset: 0.2 s on the CPU, 0.05 s on the GPU)
-  std::string db;      // tuning log
-  bool record = false; // append the measurement to the log (checks correctness first)
-  bool best = false;   // run the best schedule the log holds for this workload and target
-  bool flush_l2 = true; // cuda: flush the L2 cache before every sample
+  std::string db;                    // tuning log
+  bool record = false;               // append the measurement to the log (checks correctness first)
+  bool best = false;                 // run the best schedule the log holds for this workload and target
+  bool flush_l2 = true;              // cuda: flush the L2 cache before every sample
 };
 
 struct MeasureArgs {
@@ -73,22 +73,48 @@ struct MeasureArgs {
 // What `tessel tune` reads off its command line. The research settings (the cost model's design, the
 // search's population, re-timing the leaders) come from a tuning config file (search/tune_config.h).
 struct TuneArgs {
-  WorkloadArgs workload;                // one workload (--op/--param)
-  std::vector<std::string> cases;       // --case, repeatable, with --suite
-  bool all = false;                     // every case of --suite
+  std::optional<std::string> model;       // an ONNX model: its tasks share the trial budget
+  std::vector<std::string> input_shapes;  // with a model: NAME=8x128, repeatable
+  WorkloadArgs workload;                  // one workload (--op/--param)
+  std::vector<std::string> cases;         // --case, repeatable, with --suite
+  bool all = false;                       // every case of --suite
   TargetKind target = TargetKind::Llvm;
-  int64_t trials = 0;                   // per workload and target, counted over the whole log (required)
+  int64_t trials = 0;  // per workload and target, counted over the whole log (required)
   std::string db;
   uint64_t seed = 0;
-  std::optional<std::string> config;    // a tuning config file
-  std::optional<std::string> model;     // a pre-trained cost model to start from
-  std::optional<std::string> save_model;
+  std::optional<std::string> config;     // a tuning config file
+  std::optional<std::string> costmodel;  // a pre-trained cost model to start from
+  std::optional<std::string> save_costmodel;
   std::optional<double> time_budget_s;
-  int builders = 0;                     // 0: every core
-  int threads = 0;                      // llvm: kernel threads (0: every core)
-  std::optional<double> min_time_s;     // of samples per candidate (unset: the target's default)
-  bool flush_l2 = true;                 // cuda: flush the L2 cache before every sample
+  int builders = 0;                  // 0: every core
+  int threads = 0;                   // llvm: kernel threads (0: every core)
+  std::optional<double> min_time_s;  // of samples per candidate (unset: the target's default)
+  bool flush_l2 = true;              // cuda: flush the L2 cache before every sample
   bool verbose = false;
+};
+
+struct TasksArgs {
+  std::string model;                      // an ONNX file
+  std::vector<std::string> input_shapes;  // NAME=8x128, repeatable
+  TargetKind target = TargetKind::Llvm;
+  bool json = false;
+};
+
+struct BuildArgs {
+  std::string model;                      // an ONNX file
+  std::vector<std::string> input_shapes;  // NAME=8x128, repeatable
+  TargetKind target = TargetKind::Llvm;
+  std::optional<std::string> db;  // the tuning log (none: default schedules)
+  std::string output;             // the model file to write
+};
+
+// tessel run MODEL.tsl: a built model on inputs from files.
+struct RunModelArgs {
+  std::string model;                 // the model file
+  std::vector<std::string> inputs;   // [NAME=]FILE (.pb or .npy), by position when unnamed
+  std::vector<std::string> outputs;  // [NAME=]FILE to write
+  bool bench = false;
+  bool json = false;
 };
 
 struct CostModelArgs {
@@ -112,7 +138,7 @@ struct DemoArgs {
   std::vector<std::string> cases;  // empty: the embedded default list
   int64_t trials = 64;
   double time_budget_s = 110;
-  std::string db;                  // empty: a temporary log
+  std::string db;  // empty: a temporary log
 };
 
 struct Workload;
@@ -130,8 +156,14 @@ int cmd_show(const ShowArgs& args);
 int cmd_check(const CheckArgs& args);
 int cmd_run(const RunArgs& args);
 int cmd_schedule(const ScheduleArgs& args);
-int cmd_measure(const MeasureArgs& args);  // tools/measure_command.cpp
-int cmd_tune(const TuneArgs& args);        // tools/tune_command.cpp
+int cmd_measure(const MeasureArgs& args);     // tools/measure_command.cpp
+int cmd_tune(const TuneArgs& args);           // tools/tune_command.cpp
+int cmd_tasks(const TasksArgs& args);         // tools/tasks_command.cpp
+int cmd_build(const BuildArgs& args);         // tools/build_command.cpp
+int cmd_run_model(const RunModelArgs& args);  // tools/run_model_command.cpp
+struct ImportOptions;
+// The import options of `--input-shape NAME=8x128 ...` (InputError for a malformed or repeated one).
+ImportOptions import_options(const std::vector<std::string>& input_shapes);
 // tessel costmodel train / eval (tools/costmodel_command.cpp).
 int cmd_costmodel_train(const CostModelArgs& args);
 int cmd_costmodel_eval(const CostModelArgs& args);

@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 
 #include "schedule/te/error.h"
 #include "tools/commands.h"
@@ -61,11 +61,11 @@ int main(int argc, char** argv) {
     return tessel::run_db_command(rest, std::cout, std::cerr);
   }
 
-  const std::vector<std::string> commands = {"ops",  "show",     "check", "run", "measure",
-                                             "tune", "schedule", "demo",  "db",  "costmodel"};
+  const std::vector<std::string> commands = {"ops",      "show", "check", "run",       "measure", "tune",
+                                             "schedule", "demo", "db",    "costmodel", "tasks",   "build"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     std::cerr << "error: unknown command '" << argv[1]
-              << "' (commands: ops, show, check, run, measure, tune, schedule, demo, db, costmodel)\n";
+              << "' (commands: ops, show, check, run, measure, tune, tasks, build, schedule, demo, db, costmodel)\n";
     return 2;
   }
 
@@ -99,6 +99,13 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "build a schedule and time it");
   add_workload_options(run_cmd, run.workload);
   run_cmd->add_option("--schedule", run.schedule, "schedule JSON file, 'default' or 'none'");
+  tessel::RunModelArgs run_model;
+  run_cmd->add_option("model", run_model.model, "a built model (MODEL.tsl, from tessel build) to run instead of --op");
+  run_cmd->add_option("--input", run_model.inputs, "with a model: [NAME=]FILE, an .npy or ONNX .pb tensor (repeatable)")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--output", run_model.outputs, "with a model: [NAME=]FILE to write an output to (repeatable)")
+      ->allow_extra_args(false);
+  run_cmd->add_flag("--bench", run_model.bench, "with a model: time repeated runs (median and spread)");
   add_target_option(run_cmd, run.target);
   run_cmd->add_flag("!--no-flush-l2", run.flush_l2, "cuda: do not flush the L2 cache between samples");
   run_cmd->add_flag("--check", run.check, "also compare the result with the reference interpreter");
@@ -145,6 +152,10 @@ int main(int argc, char** argv) {
   tessel::TuneArgs tune;
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "search schedules (sketches, evolution, a learned cost model), recording every trial in the tuning log");
+  tune_cmd->add_option("model", tune.model, "an ONNX model: its fused subgraphs share the --trials budget");
+  tune_cmd
+      ->add_option("--input-shape", tune.input_shapes, "with a model: NAME=8x128 binds an input's shape (repeatable)")
+      ->allow_extra_args(false);
   tune_cmd->add_option("--op", tune.workload.op, "op template (see `tessel ops`)");
   tune_cmd->add_option("--param", tune.workload.params, "op parameter NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
@@ -153,7 +164,8 @@ int main(int argc, char** argv) {
   tune_cmd->add_flag("--all", tune.all, "tune every case of the suite");
   add_target_option(tune_cmd, tune.target);
   tune_cmd
-      ->add_option("--trials", tune.trials, "measured candidates per workload, counted over the whole log (required)")
+      ->add_option("--trials", tune.trials,
+                   "measured candidates per workload (a model: in all), counted over the whole log (required)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   tune_cmd->add_option("--db", tune.db, "tuning log (SQLite): records every trial; a rerun resumes from it (required)");
   tune_cmd->add_option("--seed", tune.seed, "search seed")->check(CLI::NonNegativeNumber);
@@ -163,8 +175,8 @@ int main(int argc, char** argv) {
       ->check(positive_up_to(1e9));
   tune_cmd->add_option("--config", tune.config,
                        "tuning config (JSON): cost model, search and re-timing settings (docs/tuning_config.md)");
-  tune_cmd->add_option("--model", tune.model, "pre-trained cost model to start from (tessel costmodel train)");
-  tune_cmd->add_option("--save-model", tune.save_model, "save the cost model at the end");
+  tune_cmd->add_option("--costmodel", tune.costmodel, "pre-trained cost model to start from (tessel costmodel train)");
+  tune_cmd->add_option("--save-costmodel", tune.save_costmodel, "save the cost model at the end");
   tune_cmd->add_option("--builders", tune.builders, "parallel builds (default: every core)")->check(CLI::Range(1, 256));
   tune_cmd->add_option("--threads", tune.threads, "llvm: kernel threads (default: every core)")
       ->check(CLI::Range(1, 1024));
@@ -177,6 +189,24 @@ int main(int argc, char** argv) {
                      "cuda: time without an L2 flush before every sample (as a CUDA-graph replay runs); "
                      "a log keeps one setting per workload and target");
   tune_cmd->add_flag("-v,--verbose", tune.verbose, "a line per round instead of the live table");
+
+  tessel::TasksArgs tasks;
+  CLI::App* tasks_cmd = app.add_subcommand("tasks", "list a model's tuning tasks: its fused subgraphs by workload");
+  tasks_cmd->add_option("model", tasks.model, "an ONNX model")->required();
+  tasks_cmd->add_option("--input-shape", tasks.input_shapes, "NAME=8x128 binds an input's shape (repeatable)")
+      ->allow_extra_args(false);
+  add_target_option(tasks_cmd, tasks.target);
+  tasks_cmd->add_flag("--json", tasks.json, "print one JSON object");
+
+  tessel::BuildArgs build;
+  CLI::App* build_cmd =
+      app.add_subcommand("build", "build a model into a deployable file from its tuning log (no search)");
+  build_cmd->add_option("model", build.model, "an ONNX model")->required();
+  build_cmd->add_option("--input-shape", build.input_shapes, "NAME=8x128 binds an input's shape (repeatable)")
+      ->allow_extra_args(false);
+  add_target_option(build_cmd, build.target);
+  build_cmd->add_option("--db", build.db, "tuning log: each task's best schedule (default: default schedules)");
+  build_cmd->add_option("-o,--output", build.output, "the model file to write (MODEL.tsl; required)");
 
   tessel::CostModelArgs costmodel;
   CLI::App* costmodel_cmd =
@@ -193,7 +223,7 @@ int main(int argc, char** argv) {
                         "tuning config (JSON) whose costmodel section designs the model (docs/tuning_config.md)");
   CLI::App* eval_cmd = costmodel_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
   eval_cmd->add_option("--db", costmodel.db, "tuning log (SQLite) with the records to rank (required)");
-  eval_cmd->add_option("--model", costmodel.model, "a model saved by `tessel costmodel train` (required)");
+  eval_cmd->add_option("--costmodel", costmodel.model, "a cost model saved by `tessel costmodel train` (required)");
   add_target_option(eval_cmd, costmodel.target);
   eval_cmd->add_option("--holdout-workload", costmodel.holdout_workloads,
                        "rank only this workload key's records (repeatable)");
@@ -230,9 +260,17 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("show")) return tessel::cmd_show(show);
     if (app.got_subcommand("check"))
       return is_cuda(check.target) ? tessel::cmd_check_cuda(check) : tessel::cmd_check(check);
-    if (app.got_subcommand("run")) return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);
+    if (app.got_subcommand("run")) {
+      if (!run_model.model.empty()) {
+        run_model.json = run.json;
+        return tessel::cmd_run_model(run_model);
+      }
+      return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);
+    }
     if (app.got_subcommand("measure")) return tessel::cmd_measure(measure);
     if (app.got_subcommand("tune")) return tessel::cmd_tune(tune);
+    if (app.got_subcommand("tasks")) return tessel::cmd_tasks(tasks);
+    if (app.got_subcommand("build")) return tessel::cmd_build(build);
     if (app.got_subcommand("schedule")) return tessel::cmd_schedule(sched);
     if (app.got_subcommand("demo")) return tessel::cmd_demo(demo);
     if (costmodel_cmd->got_subcommand("train")) return tessel::cmd_costmodel_train(costmodel);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/llvm/llvm_backend.h"
+#include "frontend/model.h"
 #include "schedule/te/error.h"
 #include "search/tune_config.h"
 #include "search/tuner.h"
@@ -21,6 +22,14 @@
 
 namespace tessel {
 namespace {
+
+// What a session tunes: the tasks of a model (weighted by occurrences, one shared budget), or
+// workloads given by op template or suite case.
+struct Tunables {
+  std::vector<TuneTask> tasks;
+  std::vector<double> flops;
+  std::vector<double> estimate_s;  // roofline estimates of a model's tasks (empty otherwise)
+};
 
 std::vector<Workload> workloads_of(const TuneArgs& args) {
   const WorkloadArgs& w = args.workload;
@@ -114,6 +123,38 @@ class LiveTable {
   int lines_ = 0;
 };
 
+Tunables tunables_of(const TuneArgs& args) {
+  Tunables t;
+  if (args.model) {
+    if (!args.workload.op.empty() || !args.workload.suite.empty() || !args.cases.empty() || args.all)
+      throw InputError("give a model, or --op / --suite, not both");
+    const Model model = load_model(*args.model, import_options(args.input_shapes), args.target);
+    for (size_t i = 0; i < model.tasks.size(); ++i) {
+      const ModelTask& m = model.tasks[i];
+      t.tasks.push_back(TuneTask{"t" + std::to_string(i) + " " + m.name, m.dag, static_cast<double>(m.weight)});
+      t.flops.push_back(m.flops);
+      t.estimate_s.push_back(m.estimate_s);
+    }
+    return t;
+  }
+  if (!args.input_shapes.empty()) throw InputError("--input-shape is for a model");
+  for (const Workload& w : workloads_of(args)) {
+    require_fits_in_memory(w);
+    t.tasks.push_back(TuneTask{w.name, w.dag, 1});
+    t.flops.push_back(w.dag.flops());
+  }
+  return t;
+}
+
+// A model's latency from its tasks' statuses: each task's best (its default, or its roofline
+// estimate, until one is measured) times its weight.
+double model_latency(const std::vector<TaskStatus>& statuses, const std::vector<double>& estimate_s) {
+  double total = 0;
+  for (size_t i = 0; i < statuses.size(); ++i)
+    total += statuses[i].weight * statuses[i].best_s.value_or(statuses[i].default_s.value_or(estimate_s[i]));
+  return total;
+}
+
 // The session's options from the command line and the config file: parsed and checked here, once.
 TuneOptions tune_options(const TuneArgs& args) {
   if (args.db.empty()) throw InputError("tessel tune needs --db PATH (the tuning log is the session's memory)");
@@ -123,11 +164,12 @@ TuneOptions tune_options(const TuneArgs& args) {
   TuneOptions options;
   options.target = args.target;
   options.trials = args.trials;
+  options.shared_budget = args.model.has_value();
   options.seed = args.seed;
   options.time_budget_s = args.time_budget_s;
   if (args.config) apply_tune_config(*args.config, options);
-  options.model_path = args.model;
-  options.save_model_path = args.save_model;
+  options.model_path = args.costmodel;
+  options.save_model_path = args.save_costmodel;
   options.cpu = CpuTargetSpec{host_vector_lanes(), args.threads > 0 ? args.threads : available_cores()};
   options.measure.builders = args.builders;
   options.measure.threads = args.threads;
@@ -140,9 +182,11 @@ TuneOptions tune_options(const TuneArgs& args) {
   return options;
 }
 
-// The progress display: a live table on a terminal, a line per round otherwise.
-TuneCallbacks progress_display(const std::vector<TuneTask>& tasks, const std::vector<double>& flops, bool live,
-                               LiveTable& display, std::vector<TaskStatus>& last) {
+// The progress display: a live table on a terminal, a line per round otherwise; for a model, the
+// estimated model latency after each round.
+TuneCallbacks progress_display(const Tunables& t, bool live, LiveTable& display, std::vector<TaskStatus>& last) {
+  const std::vector<TuneTask>& tasks = t.tasks;
+  const std::vector<double>& flops = t.flops;
   TuneCallbacks callbacks;
   callbacks.on_note = [&display, &last, &flops](const std::string& text) {
     display.clear();
@@ -154,17 +198,19 @@ TuneCallbacks progress_display(const std::vector<TuneTask>& tasks, const std::ve
       display.draw(table(last, false, flops),
                    "  " + tasks[task].name + ": building " + std::to_string(built) + "/" + std::to_string(total));
   };
-  callbacks.on_round = [&display, &last, &flops, live, round = 0](const std::vector<TaskStatus>& statuses,
-                                                                  size_t current) mutable {
+  callbacks.on_round = [&display, &last, &t, live, round = 0](const std::vector<TaskStatus>& statuses,
+                                                              size_t current) mutable {
     last = statuses;
     ++round;
     const TaskStatus& s = statuses[current];
+    const std::string model =
+        t.estimate_s.empty() ? "" : ", model latency " + format_duration(model_latency(statuses, t.estimate_s));
     if (live) {
-      display.draw(table(statuses, false, flops), "  round " + std::to_string(round) + ": " + s.name);
+      display.draw(table(statuses, false, t.flops), "  round " + std::to_string(round) + ": " + s.name + model);
     } else {
-      std::cerr << "round " << round << ": " << s.name << " " << s.trials << "/" << s.budget << " trials, best "
-                << (s.best_s ? format_duration(*s.best_s) : "-") << " (" << speedup(s) << " over default), ETA "
-                << eta(s) << " [" << split(s.last_round) << "]\n";
+      std::cerr << "round " << round << ": " << s.name << " " << s.trials << " trials, best "
+                << (s.best_s ? format_duration(*s.best_s) : "-") << " (" << speedup(s) << " over default)" << model
+                << (t.estimate_s.empty() ? ", ETA " + eta(s) : "") << " [" << split(s.last_round) << "]\n";
     }
   };
   return callbacks;
@@ -195,25 +241,25 @@ void print_summary(const std::vector<TaskStatus>& result, const std::vector<doub
 
 int cmd_tune(const TuneArgs& args) {
   const TuneOptions options = tune_options(args);
-  std::vector<TuneTask> tasks;
-  std::vector<double> flops;
-  for (const Workload& w : workloads_of(args)) {
-    require_fits_in_memory(w);
-    tasks.push_back(TuneTask{w.name, w.dag, 1});
-    flops.push_back(w.dag.flops());
-  }
+  const Tunables tunables = tunables_of(args);
+  const std::vector<TuneTask>& tasks = tunables.tasks;
+  const std::vector<double>& flops = tunables.flops;
   // Open the log first: a bad path should fail before minutes of work, not after.
   TuningLog log = TuningLog::open(args.db, TuningLog::Mode::ReadWrite);
   const bool live = isatty(STDERR_FILENO) && !args.verbose;
   LiveTable display(live);
   std::vector<TaskStatus> last;
-  const TuneCallbacks callbacks = progress_display(tasks, flops, live, display, last);
+  const TuneCallbacks callbacks = progress_display(tunables, live, display, last);
   std::cerr << "tuning " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s") << " on "
-            << target_kind_name(args.target) << ", " << args.trials << " trials each, log " << args.db << "\n";
+            << target_kind_name(args.target) << ", " << args.trials << " trials " << (args.model ? "in all" : "each")
+            << ", log " << args.db << "\n";
   std::unique_ptr<TuningMachine> machine = local_machine(args.target);
   std::vector<TaskStatus> result = tune(tasks, log, options, *machine, callbacks);
   display.clear();
   print_summary(result, flops, options, args.db);
+  if (!tunables.estimate_s.empty())
+    std::cout << "model latency (each task's best times its weight): "
+              << format_duration(model_latency(result, tunables.estimate_s)) << "\n";
   return 0;
 }
 

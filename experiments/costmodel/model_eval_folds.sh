@@ -26,9 +26,7 @@ T=${T:-${BUILD:-build}/tools/tessel}
 for f in "${folds[@]}"; do  # a fold outside 0..K-1 (or a train option without --) would hold out nothing
   [[ $f =~ ^[0-9]+$ ]] && (( f < K )) || { echo "error: fold '$f' is not in 0..$((K - 1)) (train options go after --)" >&2; exit 2; }
 done
-# The cost model's subcommand: `tessel costmodel` (`tessel model` in builds that predate the name).
 cm=costmodel
-"$T" costmodel --help > /dev/null 2>&1 || cm=model
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -50,8 +48,8 @@ for f in "${folds[@]}"; do
   start=$(date +%s)
   "$T" $cm train --db "$LOG" --target "$TARGET" "${train_options[@]}" "${args[@]}" -o "$WORK/model.json"
   echo "(train wall $(( $(date +%s) - start )) s)"
-  echo "\$ tessel $cm eval --db $LOG --target $TARGET --model model.json --holdout-workload ..."
-  "$T" $cm eval --db "$LOG" --target "$TARGET" --model "$WORK/model.json" "${holdout[@]}" | tee "$WORK/eval_$f.txt"
+  echo "\$ tessel $cm eval --db $LOG --target $TARGET --costmodel model.json --holdout-workload ..."
+  "$T" $cm eval --db "$LOG" --target "$TARGET" --costmodel "$WORK/model.json" "${holdout[@]}" | tee "$WORK/eval_$f.txt"
 done
 
 # The mean over every held-out workload of every fold run (the eval lines of a workload key).

@@ -14,7 +14,7 @@
 # PRIOR: an exported log (`tessel db export`) imported first, so that tuning resumes from it
 #   (--trials counts the log's trials: a case already at TRIALS is only re-timed).
 # EXTRA: more `tessel tune` options (e.g. --no-flush-l2: tune with the timing the tables use).
-# MODEL: a cost model from `tessel model train` to start from.
+# COSTMODEL: a cost model from `tessel costmodel train` to start from.
 # CHECKS=1: first the GPU tests and 50 random schedules of every op template checked on the GPU
 #   (appended to gpu.txt). TORCH_BUDGET_S=0: no torch baselines.
 set -uo pipefail
@@ -40,7 +40,7 @@ for c in "$@"; do args+=(--case "$c"); done
 start=$(date +%s)
 # shellcheck disable=SC2086  # EXTRA holds several options
 "$T" tune --suite "$SUITE" "${args[@]}" --target cuda --trials "$TRIALS" --db "$DB" --seed 1 \
-  --time-budget-s "${TIME_BUDGET_S:-300}" ${MODEL:+--model "$MODEL"} ${EXTRA:-} -v > "$OUT/tune.txt" 2>> "$OUT/tune_progress.txt"
+  --time-budget-s "${TIME_BUDGET_S:-300}" ${COSTMODEL:+--costmodel "$COSTMODEL"} ${EXTRA:-} -v > "$OUT/tune.txt" 2>> "$OUT/tune_progress.txt"
 echo "tune rc=$? wall $(( $(date +%s) - start )) s" >> "$OUT/tune.txt"
 for c in "$@"; do
   "$T" run --suite "$SUITE" --case "$c" --target cuda --best --db "$DB" --no-flush-l2 --json \

@@ -49,6 +49,7 @@ void for_chunks(size_t size, size_t chunks, F&& f) {
 struct Node {
   ExprOp op = ExprOp::IntImm;
   bool is_float = false;
+  bool is_bool = false;
   MathFn fn = MathFn::Exp;
   int64_t int_value = 0;
   double float_value = 0;
@@ -78,6 +79,7 @@ class Compiler {
     Node n;
     n.op = e->op;
     n.is_float = e->type.is_float();
+    n.is_bool = e->type.is_bool();
     n.int_value = e->int_value;
     n.float_value = e->float_value;
     switch (e->op) {
@@ -168,7 +170,11 @@ class Evaluator {
       case ExprOp::Not: return !integer(n.args[0]);
       case ExprOp::Select: return integer(n.args[0]) ? integer(n.args[1]) : integer(n.args[2]);
       case ExprOp::Cast:
+        // To bool: any non-zero value is true (as the code generators cast); to int64: truncation.
+        if (n.is_bool) return n.args[0].is_float ? real(n.args[0]) != 0 : integer(n.args[0]) != 0;
         return n.args[0].is_float ? static_cast<int64_t>(real(n.args[0])) : integer(n.args[0]);
+      // An Int64 or Bool tensor holds exact integers in its float64 storage (up to 2^53).
+      case ExprOp::TensorRead: return static_cast<int64_t>(read(n));
       default:
         throw InputError(std::string("reference interpreter: unsupported integer node ") + to_string(n.op));
     }

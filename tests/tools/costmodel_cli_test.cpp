@@ -29,14 +29,14 @@ TEST_CASE("costmodel train and eval learn from a measured log and report bad inp
                             Catch::Contains("objective: rank") && Catch::Contains("input: rows") &&
                             Catch::Contains("training time:") && Catch::Contains("saved: " + model));
 
-  RunResult eval = tessel({"costmodel", "eval", "--db", db, "--model", model, "--holdout-workload", key});
+  RunResult eval = tessel({"costmodel", "eval", "--db", db, "--costmodel", model, "--holdout-workload", key});
   INFO(eval.out << eval.err);
   REQUIRE(eval.exit_code == 0);
   CHECK_THAT(eval.out, Catch::Contains(key) && Catch::Contains("overall") && Catch::Contains("pairwise") &&
                            Catch::Contains("top-5% recall"));
 
   SECTION("bad input exits 2 with an error line") {
-    RunResult unknown = tessel({"costmodel", "eval", "--db", db, "--model", model, "--holdout-workload", "0123"});
+    RunResult unknown = tessel({"costmodel", "eval", "--db", db, "--costmodel", model, "--holdout-workload", "0123"});
     CHECK(unknown.exit_code == 2);
     CHECK_THAT(unknown.err, Catch::StartsWith("error: unknown workload key '0123'"));
 
@@ -81,7 +81,7 @@ TEST_CASE("costmodel train and eval learn from a measured log and report bad inp
     CHECK_THAT(rows_mlp.err,
                Catch::StartsWith("error: costmodel.mlp_weight blends a neural ranker into a model of program "
                                  "summaries; the 'rows' input has none"));
-    RunResult programs_eval = tessel({"costmodel", "eval", "--db", db, "--model", dir.file("s.json")});  // deepsets
+    RunResult programs_eval = tessel({"costmodel", "eval", "--db", db, "--costmodel", dir.file("s.json")});  // deepsets
     CHECK(programs_eval.exit_code == 0);
     CHECK_THAT(programs_eval.out, Catch::Contains("overall"));
 
@@ -90,7 +90,7 @@ TEST_CASE("costmodel train and eval learn from a measured log and report bad inp
     CHECK(pairs.exit_code == 0);
     CHECK_THAT(pairs.out, Catch::Contains("input: pairs"));
     RunResult pairs_eval =
-        tessel({"costmodel", "eval", "--db", db, "--model", dir.file("q.json"), "--holdout-workload", key});
+        tessel({"costmodel", "eval", "--db", db, "--costmodel", dir.file("q.json"), "--holdout-workload", key});
     CHECK(pairs_eval.exit_code == 0);
     CHECK_THAT(pairs_eval.out, Catch::Contains(key) && Catch::Contains("overall"));
     RunResult pairs_packsum =
@@ -118,7 +118,7 @@ TEST_CASE("costmodel train and eval learn from a measured log and report bad inp
     CHECK_THAT(missing_db.err, Catch::Contains("does not exist"));
 
     std::string bad = dir.write("bad.json", "{\"format\": \"other\"}");
-    RunResult bad_model = tessel({"costmodel", "eval", "--db", db, "--model", bad});
+    RunResult bad_model = tessel({"costmodel", "eval", "--db", db, "--costmodel", bad});
     CHECK(bad_model.exit_code == 2);
     CHECK_THAT(bad_model.err, Catch::Contains(bad) && Catch::Contains("not a tessel cost model"));
   }
@@ -159,13 +159,13 @@ TEST_CASE("costmodel train leaves out and costmodel eval ranks a fold of several
   CHECK_THAT(train.out, Catch::Contains("samples: 12") && Catch::Contains("groups: 1"));
 
   RunResult eval =
-      tessel({"costmodel", "eval", "--db", db, "--model", model, "--holdout-workload", a, "--holdout-workload", b});
+      tessel({"costmodel", "eval", "--db", db, "--costmodel", model, "--holdout-workload", a, "--holdout-workload", b});
   INFO(eval.out << eval.err);
   REQUIRE(eval.exit_code == 0);
   CHECK_THAT(eval.out, Catch::Contains(a) && Catch::Contains(b) && !Catch::Contains(c) && Catch::Contains("overall") &&
                            Catch::Contains("mean"));
 
-  RunResult one = tessel({"costmodel", "eval", "--db", db, "--model", model, "--holdout-workload", c});
+  RunResult one = tessel({"costmodel", "eval", "--db", db, "--costmodel", model, "--holdout-workload", c});
   REQUIRE(one.exit_code == 0);
   CHECK_THAT(one.out, Catch::Contains(c) && !Catch::Contains("mean"));  // one workload: its line is the mean
 
@@ -174,7 +174,7 @@ TEST_CASE("costmodel train leaves out and costmodel eval ranks a fold of several
   CHECK(all.exit_code == 2);
   CHECK_THAT(all.err, Catch::StartsWith("error:") && Catch::Contains("outside the excluded workloads"));
   RunResult unknown = tessel(
-      {"costmodel", "eval", "--db", db, "--model", model, "--holdout-workload", a, "--holdout-workload", "feedface"});
+      {"costmodel", "eval", "--db", db, "--costmodel", model, "--holdout-workload", a, "--holdout-workload", "feedface"});
   CHECK(unknown.exit_code == 2);
   CHECK_THAT(unknown.err, Catch::StartsWith("error: unknown workload key 'feedface'"));
 }

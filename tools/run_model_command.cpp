@@ -1,0 +1,136 @@
+// tessel run MODEL.tsl: a built model run once on inputs from files (ONNX TensorProto .pb, as in
+// ONNX's test data, or NumPy .npy), its outputs written to files or summarized, and with --bench its
+// latency over repeated runs (median and spread).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "frontend/onnx_tensor.h"
+#include "runtime/model.h"
+#include "schedule/te/error.h"
+#include "tools/commands.h"
+#include "tools/format_duration.h"
+#include "tools/npy.h"
+
+namespace tessel {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+TensorData read_tensor_file(const std::string& path) {
+  if (ends_with(path, ".npy")) return read_npy(path);
+  if (ends_with(path, ".pb")) return read_tensor_pb(path);
+  throw InputError("'" + path + "': give an .npy or a .pb (ONNX TensorProto) file");
+}
+
+void write_tensor_file(const std::string& path, const std::string& name, const TensorData& data) {
+  if (ends_with(path, ".npy")) return write_npy(path, data);
+  if (ends_with(path, ".pb")) return write_tensor_pb(path, name, data);
+  throw InputError("'" + path + "': write an .npy or a .pb file");
+}
+
+// "[NAME=]FILE" → (name or "", file).
+std::pair<std::string, std::string> split_binding(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos) return {"", spec};
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+// The model input each --input names (by position when unnamed).
+size_t input_slot(const LoadedModel& model, const std::string& name, size_t position) {
+  if (name.empty()) {
+    if (position >= model.inputs().size())
+      throw InputError("more --input files than the model's " + std::to_string(model.inputs().size()) + " inputs");
+    return position;
+  }
+  std::optional<size_t> i = model.input_index(name);
+  if (!i) {
+    std::string known;
+    for (const ModelTensor& t : model.inputs()) known += (known.empty() ? "" : ", ") + t.name;
+    throw InputError("the model has no input '" + name + "' (its inputs: " + known + ")");
+  }
+  return *i;
+}
+
+struct Bench {
+  double median_s = 0, p10_s = 0, p90_s = 0;
+  size_t runs = 0;
+};
+
+// Repeated runs after two warm-up runs, until a second of samples (at least 10, at most 10000).
+Bench bench(ExecutionContext& ctx) {
+  for (int i = 0; i < 2; ++i) ctx.run();
+  std::vector<double> samples;
+  double total = 0;
+  while (samples.size() < 10 || (total < 1.0 && samples.size() < 10000)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx.run();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    samples.push_back(s);
+    total += s;
+  }
+  std::sort(samples.begin(), samples.end());
+  auto at = [&](double q) { return samples[static_cast<size_t>(q * static_cast<double>(samples.size() - 1))]; };
+  return Bench{at(0.5), at(0.1), at(0.9), samples.size()};
+}
+
+}  // namespace
+
+int cmd_run_model(const RunModelArgs& args) {
+  const LoadedModel model = LoadedModel::load(args.model);
+  ExecutionContext ctx(model);
+  std::vector<TensorData> inputs(model.inputs().size());
+  std::vector<bool> bound(model.inputs().size(), false);
+  for (size_t k = 0; k < args.inputs.size(); ++k) {
+    const auto [name, file] = split_binding(args.inputs[k]);
+    const size_t slot = input_slot(model, name, k);
+    inputs[slot] = read_tensor_file(file);
+    ctx.set_input(slot, inputs[slot].dtype(), inputs[slot].shape(), inputs[slot].bytes());
+    bound[slot] = true;
+  }
+  ctx.run();  // names every unbound input before any kernel runs
+  nlohmann::json j = {
+      {"model", args.model}, {"target", target_kind_name(model.target())}, {"outputs", nlohmann::json::array()}};
+  std::vector<TensorData> outputs;
+  for (size_t i = 0; i < model.outputs().size(); ++i) {
+    const ModelTensor& t = model.outputs()[i];
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.bytes));
+    ctx.copy_output(i, bytes.data(), MemoryKind::Host);
+    outputs.emplace_back(t.dtype, t.shape, std::move(bytes), t.name);
+    double sum = 0;
+    for (int64_t e = 0; e < outputs.back().num_elements(); ++e) sum += outputs.back().as_double(e);
+    j["outputs"].push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", to_string(t.dtype)}, {"sum", sum}});
+  }
+  for (size_t k = 0; k < args.outputs.size(); ++k) {
+    const auto [name, file] = split_binding(args.outputs[k]);
+    const size_t i = name.empty() ? k : model.output_index(name).value_or(model.outputs().size());
+    if (i >= outputs.size()) throw InputError("--output " + args.outputs[k] + ": the model has no such output");
+    write_tensor_file(file, model.outputs()[i].name, outputs[i]);
+  }
+  if (args.bench) {
+    const Bench b = bench(ctx);
+    j["latency_s"] = {{"median", b.median_s}, {"p10", b.p10_s}, {"p90", b.p90_s}, {"runs", b.runs}};
+    const MemoryUsage m = ctx.memory_usage();
+    j["memory_bytes"] = {{"weights", m.weights}, {"context", m.context_bytes()}};
+  }
+  if (args.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  for (const nlohmann::json& o : j["outputs"])
+    std::cout << o["name"].get<std::string>() << ": " << o["dtype"].get<std::string>() << " " << o["shape"].dump()
+              << ", sum " << o["sum"].get<double>() << "\n";
+  if (args.bench)
+    std::cout << "latency: median " << format_duration(j["latency_s"]["median"]) << " (p10 "
+              << format_duration(j["latency_s"]["p10"]) << ", p90 " << format_duration(j["latency_s"]["p90"]) << ", "
+              << j["latency_s"]["runs"].get<size_t>() << " runs" << (ctx.replays_graph() ? ", each one CUDA graph" : "")
+              << ")\n";
+  return 0;
+}
+
+}  // namespace tessel

@@ -20,10 +20,9 @@ constexpr int64_t kMaxSplitFactors = 16;
 // the cost of lowering grows with the square of both (index expressions over every loop).
 constexpr int64_t kMaxStageLoops = 64;
 constexpr int64_t kMaxStageLoopVars = 256;
-// Stages of a state (the DAG's operations plus the cache and rfactor stages steps add), and the depth
-// of the loop nest a stage sits in (its loops plus those of the stages it is computed inside): the
-// lowering passes recurse once per loop.
-constexpr int64_t kMaxStages = 256;
+// The depth of the loop nest a stage sits in (its loops plus those of the stages it is computed
+// inside): the lowering passes recurse once per loop. (The stages themselves need no limit of their
+// own: a step adds at most one, so a trace adds at most kMaxTraceSteps.)
 constexpr int64_t kMaxLoopNestDepth = 256;
 // A split whose factors exceed the loop's extent pads the loop: its iterations past the end are
 // masked. Padding is what non-divisible tiles and fixed thread counts need (a GPU tile of 64 rows

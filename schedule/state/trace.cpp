@@ -101,7 +101,7 @@ struct StepReader {
     return f;
   }
   std::vector<std::string> strings(const char* name) const {
-    const json& f = array(name, "strings", kMaxStages + kMaxStageLoops);
+    const json& f = array(name, "strings", kMaxStageLoops + kMaxTraceSteps);  // loops, or readers
     std::vector<std::string> out;
     for (const json& e : f) {
       if (!e.is_string())

@@ -19,6 +19,9 @@ using namespace tessel;
 
 thread_local std::string t_last_error;
 
+// Far above any model's rank: a bound on what tessel_set_input reads from `dims`.
+constexpr size_t kMaxRank = 64;
+
 TesselStatus fail(TesselStatus status, const std::string& message) {
   t_last_error = message;
   return status;
@@ -145,6 +148,9 @@ TesselStatus tessel_set_input(TesselContext* context, size_t index, TesselDType 
                               const void* data, int on_device) {
   if (!context) return null_argument("tessel_set_input", "the context");
   if (rank > 0 && !dims) return null_argument("tessel_set_input", "dims (with a rank above 0)");
+  if (rank > kMaxRank)  // a garbage rank would read that many dims
+    return fail(TESSEL_ERROR_ARGUMENT,
+                "tessel_set_input: rank " + std::to_string(rank) + " (at most " + std::to_string(kMaxRank) + ")");
   if (dtype != TESSEL_FLOAT32 && dtype != TESSEL_INT64 && dtype != TESSEL_BOOL)
     return fail(TESSEL_ERROR_ARGUMENT, "tessel_set_input: unknown dtype " + std::to_string(static_cast<int>(dtype)));
   if (index >= context->context->model().inputs().size())

@@ -56,6 +56,8 @@ void check_bad_inputs(const CApi& api, TesselContext* ctx, const std::vector<flo
   CHECK_THAT(api.last_error(), Contains("runs on the CPU"));
   CHECK(api.set_input(ctx, 0, static_cast<TesselDType>(9), dims, 2, x.data(), 0) == TESSEL_ERROR_ARGUMENT);
   CHECK(api.set_input(ctx, 0, TESSEL_FLOAT32, nullptr, 2, x.data(), 0) == TESSEL_ERROR_ARGUMENT);
+  CHECK(api.set_input(ctx, 0, TESSEL_FLOAT32, dims, size_t{1} << 40, x.data(), 0) == TESSEL_ERROR_ARGUMENT);
+  CHECK_THAT(api.last_error(), Contains("rank 1099511627776"));
   CHECK(api.set_input(ctx, 3, TESSEL_FLOAT32, dims, 2, x.data(), 0) == TESSEL_ERROR_ARGUMENT);
   CHECK(api.run(ctx) == TESSEL_ERROR_INPUT);
 }

@@ -27,7 +27,7 @@ struct WindowInputs {
 
 const std::map<std::string, WindowInputs>& window_ops() {
   static const std::map<std::string, WindowInputs> ops = {
-      {"Conv", {0, 1}},        {"ConvInteger", {0, 1}}, {"QLinearConv", {0, 3}}, {"ConvTranspose", {0, 1}},
+      {"Conv", {0, 1}},         {"ConvInteger", {0, 1}}, {"QLinearConv", {0, 3}}, {"ConvTranspose", {0, 1}},
       {"AveragePool", {0, -1}}, {"MaxPool", {0, -1}},    {"LpPool", {0, -1}},
   };
   return ops;
@@ -75,12 +75,24 @@ struct AxisRule {
 
 const std::map<std::string, AxisRule>& axis_ops() {
   static const std::map<std::string, AxisRule> ops = {
-      {"LayerNormalization", {0, -1}}, {"Softmax", {0, {}}},         {"LogSoftmax", {0, {}}},
-      {"Hardmax", {0, {}}},            {"Gather", {0, {}}},          {"GatherElements", {0, {}}},
-      {"ScatterElements", {0, {}}},    {"Scatter", {0, {}}},         {"Concat", {0, {}}},
-      {"Split", {0, {}}},              {"TopK", {0, {}}},            {"ArgMax", {0, {}}},
-      {"ArgMin", {0, {}}},             {"Compress", {0, {}}},        {"QuantizeLinear", {0, {}}},
-      {"DequantizeLinear", {0, {}}},   {"LpNormalization", {0, {}}}, {"Flatten", {1, {}}},
+      {"LayerNormalization", {0, -1}},
+      {"Softmax", {0, {}}},
+      {"LogSoftmax", {0, {}}},
+      {"Hardmax", {0, {}}},
+      {"Gather", {0, {}}},
+      {"GatherElements", {0, {}}},
+      {"ScatterElements", {0, {}}},
+      {"Scatter", {0, {}}},
+      {"Concat", {0, {}}},
+      {"Split", {0, {}}},
+      {"TopK", {0, {}}},
+      {"ArgMax", {0, {}}},
+      {"ArgMin", {0, {}}},
+      {"Compress", {0, {}}},
+      {"QuantizeLinear", {0, {}}},
+      {"DequantizeLinear", {0, {}}},
+      {"LpNormalization", {0, {}}},
+      {"Flatten", {1, {}}},
       {"OneHot", {2, {}}},
   };
   return ops;
@@ -93,8 +105,8 @@ void check_axis(InferenceContext& ctx, const AxisRule& rule) {
   const int64_t rank = onnx::getInputShape(ctx, 0).dim_size();
   const int64_t low = -rank - (rule.reach == 2 ? 1 : 0), high = rank - 1 + (rule.reach > 0 ? 1 : 0);
   if (axis < low || axis > high)
-    fail_shape_inference("axis ", axis, " is out of range for an input of rank ", rank, " (it must lie in [", low,
-                         ", ", high, "])");
+    fail_shape_inference("axis ", axis, " is out of range for an input of rank ", rank, " (it must lie in [", low, ", ",
+                         high, "])");
 }
 
 // GatherND's batch_dims must be below both inputs' ranks.

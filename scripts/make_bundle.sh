@@ -13,8 +13,8 @@ command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; 
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithInfoAndAsserts -DTESSEL_STATIC_LLVM=ON \
   -DCMAKE_CXX_FLAGS_RELWITHINFOANDASSERTS="-O2" >/dev/null
-targets=(tessel tessel-runner ${BUNDLE_EXTRA:-})  # BUNDLE_EXTRA: more targets, e.g. transfer_eval
-for t in test_cuda test_measure; do  # the GPU tests (bin/test-gpu); CPU tests run where the build is
+targets=(tessel tessel-runner tessel_runtime_shared ${BUNDLE_EXTRA:-})  # BUNDLE_EXTRA: more targets
+for t in test_cuda test_measure test_runtime; do  # the GPU tests (bin/test-gpu); CPU tests run where the build is
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=("$t")
 done
 cmake --build "$BUILD" --target "${targets[@]}"
@@ -22,10 +22,17 @@ cmake --build "$BUILD" --target "${targets[@]}"
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib"
 for t in "${targets[@]}"; do
+  [ "$t" = tessel_runtime_shared ] && continue
   bin=$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n 1)
   cp "$bin" "$OUT/bin/"
   strip "$OUT/bin/$t"
 done
+# The runtime library other languages embed, and the Python module over it (it finds the library
+# beside itself).
+mkdir -p "$OUT/python/tessel"
+cp tools/python/tessel/*.py "$OUT/python/tessel/"
+cp "$BUILD/runtime/libtessel_runtime.so" "$OUT/python/tessel/"
+cp tools/compare.py scripts/export_models.py "$OUT/bin/"
 
 # Shared libraries to carry: everything ldd resolves except the C library, the dynamic loader and
 # the GPU driver (those must come from the host); and OpenBLAS, which the neural ranker opens at run
@@ -52,7 +59,7 @@ cat > "$OUT/bin/test-gpu" <<'SH'
 cd "$(dirname "$0")" || exit 1
 status=0
 ran=0
-for t in test_cuda test_measure; do
+for t in test_cuda test_measure test_runtime; do
   [ -x "$t" ] || continue
   ran=$((ran + 1))
   ./"$t" "[gpu]"
@@ -67,11 +74,10 @@ SH
 chmod +x "$OUT/bin/test-gpu"
 
 cp suites/operators.json "$OUT/"
-[ -f ../shared/bench/torch_baselines.py ] && cp ../shared/bench/torch_baselines.py "$OUT/"
-cp -r experiments/schedules "$OUT/schedules"
 cat > "$OUT/README" <<'TXT'
 tessel bundle: bin/tessel (LLVM static), bin/tessel-runner, test binaries and bin/test-gpu (runs their GPU
-tests), lib/ (carried shared libraries).
+tests), lib/ (carried shared libraries), python/tessel (the runtime's Python module and
+libtessel_runtime.so), bin/compare.py (tessel against torch and onnxruntime on a model).
 Needs on the host: glibc, the NVIDIA driver (libcuda.so.1) and NVRTC (libnvrtc.so, from the CUDA toolkit).
 TXT
 du -sh "$OUT"

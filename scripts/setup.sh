@@ -13,7 +13,7 @@ packages=(
   libcli11-dev
   libopenblas-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-  python3-torch python3-torchvision python3-onnx python3-numpy
+  python3-torch python3-torchvision python3-onnx python3-numpy python3-matplotlib
   patchelf
 )
 

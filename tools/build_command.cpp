@@ -3,6 +3,7 @@
 // warning naming the tasks left on their default schedule with their share of the model's latency.
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "codegen/cuda/cuda_backend.h"
@@ -75,6 +76,25 @@ void print_report(const BuildReport& r, const std::string& out) {
             << r.arena_bytes / 1024 << " KiB (at least " << r.live_bound_bytes / 1024 << " KiB live at once)\n";
 }
 
+nlohmann::json report_json(const BuildReport& r, const std::string& out) {
+  nlohmann::json j = {{"output", out},
+                      {"seconds", r.seconds},
+                      {"kernels", r.kernels},
+                      {"weight_bytes", r.weight_bytes},
+                      {"arena_bytes", r.arena_bytes},
+                      {"live_bound_bytes", r.live_bound_bytes},
+                      {"notes", r.notes},
+                      {"tasks", nlohmann::json::array()}};
+  for (const BuiltTask& t : r.tasks)
+    j["tasks"].push_back({{"key", t.key},
+                          {"name", t.name},
+                          {"weight", t.weight},
+                          {"record", t.record_id},
+                          {"estimate_s", t.estimate_s},
+                          {"tuned_s", t.tuned_s ? nlohmann::json(*t.tuned_s) : nlohmann::json()}});
+  return j;
+}
+
 }  // namespace
 
 int cmd_build(const BuildArgs& args) {
@@ -82,7 +102,10 @@ int cmd_build(const BuildArgs& args) {
   const BuildOptions options = build_options(args);
   const Model model = load_model(args.model, import_options(args.input_shapes), args.target);
   const BuildReport report = build_model(model, options, args.output);
-  print_report(report, args.output);
+  if (args.json)
+    std::cout << report_json(report, args.output).dump() << "\n";
+  else
+    print_report(report, args.output);
   return 0;
 }
 

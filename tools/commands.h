@@ -106,6 +106,7 @@ struct BuildArgs {
   TargetKind target = TargetKind::Llvm;
   std::optional<std::string> db;  // the tuning log (none: default schedules)
   std::string output;             // the model file to write
+  bool json = false;              // the build report as one JSON object
 };
 
 // tessel run MODEL.tsl: a built model on inputs from files.

@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
   add_target_option(build_cmd, build.target);
   build_cmd->add_option("--db", build.db, "tuning log: each task's best schedule (default: default schedules)");
   build_cmd->add_option("-o,--output", build.output, "the model file to write (MODEL.tsl; required)");
+  build_cmd->add_flag("--json", build.json, "print the build report as one JSON object");
 
   tessel::CostModelArgs costmodel;
   CLI::App* costmodel_cmd =

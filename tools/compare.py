@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""tessel compare: one honest side-by-side of a tuned model against what you would otherwise run.
+
+Exports a torchvision or BERT-style model (random weights; scripts/export_models.py) or takes an
+ONNX file with --onnx, builds it with `tessel build` from a tuning log, checks tessel's outputs
+against torch's, then times in this one process: tessel (through its Python module), torch eager,
+torch.compile (default) and torch.compile(mode="max-autotune"), and onnxruntime where it is
+installed. On the GPU every timing is of device work measured with CUDA events; TF32 is off for fp32
+(torch.backends.*.allow_tf32 = False); max-autotune replays CUDA graphs, and so does tessel's
+runtime. Writes compare.md, compare.json and compare.png (latency per system, and tessel's latency
+broken down by task) to --out.
+
+    tools/compare.py --model resnet50 --target cuda --db log.db --out results/ [--tessel bundle/bin/tessel]
+
+Needs torch (and torchvision for the CNNs); matplotlib for the chart; onnxruntime optional.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# In the repository: tools/python and scripts/; in a bundle: python/ beside bin/ (export_models.py
+# beside this file).
+for path in (os.path.join(HERE, "python"), os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "scripts")):
+    sys.path.insert(0, path)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", help="resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base (exported here)")
+    p.add_argument("--onnx", help="an ONNX file to compare instead (torch rows need --model)")
+    p.add_argument("--target", choices=["cuda", "llvm"], default="cuda")
+    p.add_argument("--db", help="the tuning log to build from (none: default schedules)")
+    p.add_argument("--out", required=True, help="folder for compare.md, compare.json, compare.png")
+    p.add_argument("--tessel", default="tessel", help="the tessel binary")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--image", type=int, default=224)
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds of samples per system")
+    p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
+    return p.parse_args()
+
+
+def stats(samples):
+    s = np.sort(np.array(samples))
+    return {"median_s": float(np.median(s)), "p10_s": float(s[int(0.1 * (len(s) - 1))]),
+            "p90_s": float(s[int(0.9 * (len(s) - 1))]), "runs": len(s)}
+
+
+def time_gpu(fn, min_time):
+    """Median of per-call device time (CUDA events on torch's stream around each call)."""
+    import torch
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    while len(samples) < 20 or (sum(samples) < min_time and len(samples) < 2000):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / 1e3)
+    return stats(samples)
+
+
+def time_cpu(fn, min_time):
+    for _ in range(3):
+        fn()
+    samples = []
+    while len(samples) < 10 or (sum(samples) < min_time and len(samples) < 2000):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return stats(samples)
+
+
+def max_error(got, want):
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return float(np.abs(got - want).max()), float(np.abs(want).max())
+
+
+def build(args, onnx_path, out_dir):
+    tsl = os.path.join(out_dir, "model.tsl")
+    cmd = [args.tessel, "build", onnx_path, "--target", args.target, "-o", tsl, "--json"]
+    if args.db:
+        cmd += ["--db", args.db]
+    t0 = time.perf_counter()
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit("error: tessel build failed:\n" + run.stderr)
+    return tsl, time.perf_counter() - t0, json.loads(run.stdout), run.stderr
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    import torch
+    import tessel
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = "cuda" if args.target == "cuda" else "cpu"
+    result = {"target": args.target, "systems": {}, "model": args.model or args.onnx}
+
+    model = x = None
+    if args.model:
+        import export_models
+        os.environ["BATCH"], os.environ["SEQ"], os.environ["IMAGE"] = str(args.batch), str(args.seq), str(args.image)
+        export_models.export(args.model, args.out, args.batch, args.seq, args.image, 17)
+        onnx_path = os.path.join(args.out, args.model, "model.onnx")
+        torch.manual_seed(0)
+        model, x = export_models.make(args.model, args.batch, args.seq, args.image)
+        model.eval().to(device)
+        x = x.to(device)
+    else:
+        onnx_path = args.onnx
+    tsl, build_s, report, warnings = build(args, onnx_path, args.out)
+    result["build_s"] = build_s
+    result["build"] = report
+    result["build_warnings"] = warnings
+    m = tessel.load(tsl)
+    ctx = m.context()
+    timer = time_gpu if args.target == "cuda" else time_cpu
+    skip = set(filter(None, args.skip.split(",")))
+
+    if model is not None:
+        with torch.no_grad():
+            want = model(x).float().cpu().numpy()
+            xin = x if args.target == "cuda" else x.cpu().numpy()
+            got = ctx.run(xin)
+            got = got.cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
+            err, ref = max_error(got, want)
+            result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": 1e-3 * ref + 1e-5,
+                               "ok": err <= 1e-3 * ref + 1e-5}
+            result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time)
+            result["systems"]["tessel"]["memory"] = ctx.memory()
+            result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time)
+            if args.target == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+                model(x)
+                result["systems"]["torch_eager"]["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+            for name, kwargs in (("torch_compile", {}), ("max_autotune", {"mode": "max-autotune"})):
+                if name in skip:
+                    continue
+                torch._dynamo.reset()
+                compiled = torch.compile(model, **kwargs)
+                t0 = time.perf_counter()
+                compiled(x)
+                if args.target == "cuda":
+                    torch.cuda.synchronize()
+                compile_s = time.perf_counter() - t0
+                result["systems"][name] = timer(lambda: compiled(x), args.min_time)
+                result["systems"][name]["compile_s"] = compile_s
+    try:
+        import onnxruntime as ort
+        if "onnxruntime" not in skip:
+            providers = ["CUDAExecutionProvider"] if args.target == "cuda" and "CUDAExecutionProvider" in \
+                ort.get_available_providers() else ["CPUExecutionProvider"]
+            if args.target == "llvm" or providers[0] == "CUDAExecutionProvider":
+                session = ort.InferenceSession(onnx_path, providers=providers)
+                feed = {session.get_inputs()[0].name: (x.cpu().numpy() if x is not None else None)}
+                result["systems"]["onnxruntime"] = time_cpu(lambda: session.run(None, feed), args.min_time)
+                result["systems"]["onnxruntime"]["provider"] = providers[0]
+    except ImportError:
+        pass
+
+    write_reports(args, result)
+
+
+def write_reports(args, result):
+    with open(os.path.join(args.out, "compare.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    systems = result["systems"]
+    tessel_s = systems.get("tessel", {}).get("median_s")
+    lines = [f"# {result['model']} on {args.target}", "",
+             "| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]
+    for name, s in systems.items():
+        speed = f"{s['median_s'] / tessel_s:.2f}x" if tessel_s else "-"
+        compile_s = f"{s['compile_s']:.1f} s" if "compile_s" in s else "-"
+        lines.append(f"| {name} | {s['median_s'] * 1e6:.1f} us | {s['p10_s'] * 1e6:.1f} us | "
+                     f"{s['p90_s'] * 1e6:.1f} us | {speed} | {compile_s} |")
+    if "check" in result:
+        c = result["check"]
+        lines += ["", f"tessel vs torch: max |error| {c['max_abs_error']:.3g} (bound {c['bound']:.3g}): "
+                      f"{'ok' if c['ok'] else 'MISMATCH'}"]
+    tasks = result["build"]["tasks"]
+    lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of {len(tasks)} tasks",
+              "", "| task | weight | schedule | latency (log) | x weight |", "|---|---:|---|---:|---:|"]
+    for t in tasks:
+        tuned = t["tuned_s"]
+        schedule = f"record {t['record']}" if t["record"] >= 0 else "default"
+        latency = f"{tuned * 1e6:.1f} us | {tuned * t['weight'] * 1e6:.1f} us" if tuned else "- | -"
+        lines.append(f"| {t['name']} | {t['weight']} | {schedule} | {latency} |")
+    if result.get("build_warnings"):
+        lines += ["", "```", result["build_warnings"].strip(), "```"]
+    with open(os.path.join(args.out, "compare.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        names = list(systems)
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4))
+        ax.barh(names, [systems[n]["median_s"] * 1e3 for n in names],
+                color=["#d62728" if n == "tessel" else "#1f77b4" for n in names])
+        ax.set_xlabel("latency (ms, median)")
+        ax.set_title(f"{result['model']} on {args.target}")
+        # tessel's time by task (the log's latency of each task's schedule times its occurrences),
+        # against the model's measured total.
+        timed = sorted([t for t in tasks if t["tuned_s"]], key=lambda t: -t["tuned_s"] * t["weight"])[:12]
+        bx.barh([t["name"][:40] for t in timed][::-1], [t["tuned_s"] * t["weight"] * 1e3 for t in timed][::-1])
+        if tessel_s:
+            bx.axvline(tessel_s * 1e3, color="#d62728", linestyle="--", label="tessel model total")
+            bx.legend()
+        bx.set_xlabel("ms per run (task latency x occurrences)")
+        bx.set_title("tessel by task (tuned tasks)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(args.out, "compare.png"), dpi=120)
+    except ImportError:
+        pass
+    print("\n".join(lines[:4 + len(systems)]))
+
+
+if __name__ == "__main__":
+    main()

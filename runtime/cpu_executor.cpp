@@ -4,6 +4,7 @@
 // aligned so). Per context: the arena of intermediates and the outputs, allocated when it is made,
 // and each kernel's argument array, filled then; a run only writes the inputs' pointers into the
 // arrays and runs the kernels in order.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>

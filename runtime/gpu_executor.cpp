@@ -5,6 +5,7 @@
 // whole run are recorded once as a CUDA graph on the context's stream. A run copies the inputs in
 // (host to device, or device to device for device pointers: the graph's pointers never change),
 // replays the graph (or, where the driver has none, launches the kernels one by one) and waits.
+#include <algorithm>
 #include <map>
 
 #include "codegen/cuda/cuda_backend.h"

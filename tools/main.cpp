@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <new>
 #include <sstream>
 
 #include "schedule/te/error.h"
@@ -284,6 +285,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const tessel::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Workloads are sized before anything is allocated (schedule/interpreter/host_memory.h); this
+    // catches whatever else runs out of memory, so that it ends with a message, not an abort.
+    std::cerr << "error: out of memory\n";
     return 1;
   }
   return 2;

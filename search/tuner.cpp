@@ -41,26 +41,45 @@ class Tuner {
       for (auto& task : tasks_) task->status.done = true;
     for (size_t i = 0; i < tasks_.size(); ++i)
       if (tasks_[i]->status.done) scheduler.finish(i);
+    if (session_.options.shared_budget) measure_defaults(scheduler);
     while (std::optional<size_t> next = scheduler.next()) {
       if (out_of_time()) {
         settle_after_budget();
         break;
       }
-      TuningTask& task = *tasks_[*next];
-      const bool measured = run_round(task, session_, *next, trials_left(task));
-      if (measured)
-        scheduler.record(*next, task.status.trials,
-                         task.status.best_s.value_or(std::numeric_limits<double>::infinity()));
-      if (!task.status.done && scheduler.plateaued(*next)) stop_plateaued(task);
-      if (task.status.done) scheduler.finish(*next);
-      if (session_.options.shared_budget && trials_left_shared() <= 0) finish_all(scheduler);
-      if (measured && session_.callbacks.on_round) session_.callbacks.on_round(statuses(), *next);
+      round(scheduler, *next, trials_left(*tasks_[*next]));
     }
     save_model();
     return statuses();
   }
 
  private:
+  // One round of `index` with at most `trials` (0: its default schedule alone), its outcome told to
+  // the scheduler and the callback.
+  void round(TaskScheduler& scheduler, size_t index, int64_t trials) {
+    TuningTask& task = *tasks_[index];
+    const bool measured =
+        trials == 0 ? run_default_round(task, session_, index) : run_round(task, session_, index, trials);
+    if (measured)
+      scheduler.record(index, task.status.trials, task.status.best_s.value_or(std::numeric_limits<double>::infinity()));
+    if (!task.status.done && scheduler.plateaued(index)) stop_plateaued(task);
+    if (task.status.done) scheduler.finish(index);
+    if (session_.options.shared_budget && trials_left_shared() <= 0) finish_all(scheduler);
+    if (measured && session_.callbacks.on_round) session_.callbacks.on_round(statuses(), index);
+  }
+
+  // A model's tasks not yet measured get their default schedule measured first, a trial each, so
+  // that the scheduler knows where the model's time goes before any search: a default far slower
+  // than its estimate (a GPU gemv on a generic schedule) gets the first search rounds, not the last
+  // ones a time budget may never reach.
+  void measure_defaults(TaskScheduler& scheduler) {
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      if (tasks_[i]->status.done || tasks_[i]->status.trials > 0 || scheduler.finished(i)) continue;
+      if (out_of_time() || trials_left_shared() <= 0) return;
+      round(scheduler, i, 0);
+    }
+  }
+
   // Every task reads the log before the session enters it; only then does the model learn.
   void open() {
     tasks_[0]->start_measurer(session_);  // the first task's measurer names the target (a GPU's name, driver)

@@ -7,6 +7,8 @@
 //
 //   open:  every task reads what the log holds of it (search/tuning_task.h); the model learns from
 //          the logged trials; tasks already done settle their leaders
+//   model: with a shared budget (a model's tasks), each unmeasured task's default schedule first,
+//          a trial each, so that the scheduler ranks tasks by measured time from the first round
 //   loop:  task = scheduler.next(); run_round(task) (search/tuning_round.h: propose → build/run →
 //          record → learn → re-time the leaders, search/leader_retiming.h); progress callback
 //   end:   the time budget, or every task done; the model saved if asked

@@ -58,11 +58,15 @@ Measured measure_and_record(TuningTask& task, const SessionContext& session, con
   CandidateMeasurer& measurer = task.measurer(session);
   std::vector<Candidate> candidates;
   for (const Trace& trace : batch.traces) candidates.push_back(Candidate{trace, Fault::None});
-  measurer.on_build_progress([&](size_t built, size_t total) {
-    if (session.callbacks.on_build) session.callbacks.on_build(index, built, total);
+  // The measurer outlives this round (leader re-timing uses it next): the callback holds nothing of
+  // this frame, and is cleared once the batch is measured.
+  const TuneCallbacks* callbacks = &session.callbacks;
+  measurer.on_build_progress([callbacks, index](size_t built, size_t total) {
+    if (callbacks->on_build) callbacks->on_build(index, built, total);
   });
   Measured m;
   m.results = measurer.measure(candidates);
+  measurer.on_build_progress(nullptr);
   std::vector<MeasureRecord> records;
   const WorkloadInfo workload = task.workload();
   for (size_t k = 0; k < m.results.size(); ++k)
@@ -130,6 +134,31 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index, in
   s.last_round = split;
   s.time += split;
   return !batch.traces.empty();
+}
+
+bool run_default_round(TuningTask& task, const SessionContext& session, size_t index) {
+  TaskStatus& s = task.status;
+  if (s.trials > 0 || s.default_measured) return false;
+  task.timings.next_round();
+  task.had_round = true;
+  Stopwatch watch;
+  TimeSplit split;
+  task.measurer(session);
+  split.setup_s = task.measurer_setup_s;
+  task.measurer_setup_s = 0;
+  watch.lap();
+  const Batch batch = propose(task, session, 1);  // the default, owed first
+  split.search_s = watch.lap();
+  if (batch.traces.empty()) return false;
+  const Measured measured = measure_and_record(task, session, batch, index);
+  split.measure_s = watch.lap();
+  learn(task, session, batch, measured);
+  split.learn_s = watch.lap();
+  task.refresh_latencies();  // no re-timing here: the default's trial is its latency for now
+  s.seconds += split.setup_s + split.search_s + split.measure_s + split.learn_s;
+  s.last_round = split;
+  s.time += split;
+  return true;
 }
 
 }  // namespace tessel

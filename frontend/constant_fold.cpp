@@ -320,6 +320,9 @@ const std::map<std::string, FoldFn>& fold_table() {
       {"Sub", fold_arithmetic},
       {"Mul", fold_arithmetic},
       {"Div", fold_arithmetic},
+      {"Mod", fold_arithmetic},
+      {"Max", fold_arithmetic},
+      {"Min", fold_arithmetic},
       {"Neg", fold_neg},
   };
   return table;

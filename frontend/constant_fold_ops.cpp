@@ -1,5 +1,5 @@
 // The constant folds of indexing (Concat, Gather, Slice, Range) and elementwise arithmetic
-// (Equal, Where, Add, Sub, Mul, Div, Neg), with ONNX's semantics: numpy broadcasting, negative indices
+// (Equal, Where, Add, Sub, Mul, Div, Mod, Max, Min, Neg), with ONNX's semantics: numpy broadcasting, negative indices
 // counting from the end, slice bounds clamped, integer division truncating toward zero.
 #include <algorithm>
 #include <cmath>
@@ -224,18 +224,31 @@ int64_t integer_op(const Node& node, int64_t x, int64_t y) {
   if (node.op_type == "Add") return static_cast<int64_t>(ux + uy);
   if (node.op_type == "Sub") return static_cast<int64_t>(ux - uy);
   if (node.op_type == "Mul") return static_cast<int64_t>(ux * uy);
+  if (node.op_type == "Max") return std::max(x, y);
+  if (node.op_type == "Min") return std::min(x, y);
   if (y == 0) fail(node, "integer division by zero");
+  if (node.op_type == "Mod") {
+    // fmod=0 (the default for integers): the remainder takes the divisor's sign, as Python's %.
+    const int64_t r = y == -1 ? 0 : x % y;
+    const bool c_fmod = node.int_attr("fmod").value_or(0) != 0;
+    return !c_fmod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+  }
   if (x == INT64_MIN && y == -1) return INT64_MIN;
   return x / y;
 }
 
 float float_op(const std::string& op, float x, float y) {
+  if (op == "Mod") return std::fmod(x, y);  // ONNX requires fmod=1 for floats: the dividend's sign
+  if (op == "Max") return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+  if (op == "Min") return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
   return op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
 }
 
 }  // namespace
 
 Outputs fold_arithmetic(const Node& node, const Inputs& in, int64_t) {
+  // Max and Min take any number of inputs; the two-input form is the one shape chains hold.
+  if (in.size() != 2) return std::nullopt;
   const TensorData *a = constant(in, 0), *b = constant(in, 1);
   if (!a || !b || a->dtype() == DType::Bool || b->dtype() == DType::Bool) return std::nullopt;
   if (a->dtype() != b->dtype()) fail(node, type_pair(*a, *b));

@@ -1,6 +1,7 @@
 #include "frontend/graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "schedule/te/error.h"
@@ -15,14 +16,18 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 
 namespace {
 
+// A zero extent makes the count 0, but the other extents still enter strides, so their product is
+// held to the same limit.
 int64_t element_count(const std::vector<int64_t>& shape, const std::string& what) {
-  int64_t n = 1;
+  int64_t bounded = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) throw InputError(what + ": negative dimension " + std::to_string(d));
-    if (d != 0 && n > (int64_t{1} << 50) / d) throw InputError(what + ": more than 2^50 elements");
-    n *= d;
+    empty = empty || d == 0;
+    if (d > 1 && bounded > (int64_t{1} << 50) / d) throw InputError(what + ": more than 2^50 elements");
+    bounded *= std::max<int64_t>(d, 1);
   }
-  return n;
+  return empty ? 0 : bounded;
 }
 
 }  // namespace
@@ -78,7 +83,12 @@ int64_t TensorData::as_int(int64_t i) const {
     return v;
   }
   if (dtype_ == DType::Bool) return *p ? 1 : 0;
-  return static_cast<int64_t>(as_double(i));
+  // Truncated toward zero; NaN and floats past INT64's range, which C++ leaves undefined, saturate.
+  const double v = as_double(i);
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v < -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 std::vector<int64_t> TensorData::ints() const {

@@ -37,7 +37,8 @@ class TensorData {
   const uint8_t* bytes() const { return bytes_ ? bytes_->data() : nullptr; }
   size_t byte_size() const { return bytes_ ? bytes_->size() : 0; }
 
-  // Element i converted: float of any dtype, int64 of Int64 / Bool (a float is truncated).
+  // Element i converted: float of any dtype, int64 of Int64 / Bool (a float is truncated toward zero;
+  // NaN gives 0 and floats past INT64 saturate).
   double as_double(int64_t i) const;
   int64_t as_int(int64_t i) const;
   std::vector<int64_t> ints() const;  // every element as int64

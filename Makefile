@@ -19,11 +19,11 @@ configure: setup $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD)
 
-# The main job on its embedded default: a short tuning session (about two minutes) of a few suite
-# cases on this CPU, every trial checked against the reference and recorded, then the before / after
-# table.
+# The main job on its embedded default: a small built-in CNN imported, built on its default
+# schedules, tuned on this CPU for about two minutes, built again from the tuning log, and both
+# builds run side by side.
 demo: build
-	$(BUILD)/tools/tessel demo --suite suites/operators.json
+	$(BUILD)/tools/tessel demo
 
 # Every test has its own CTest timeout (tests/CMakeLists.txt). Tests that need a GPU are reported as
 # skipped on a machine without one.
@@ -33,7 +33,7 @@ test: build
 # On a GPU host: the tests tagged [gpu] (CUDA kernels, the GPU measurement harness), run by their
 # programs directly, so that a skip (no usable GPU) fails this target. The bundle's bin/test-gpu
 # runs the same tests where there is no build.
-GPU_TESTS = tests/cuda/test_cuda tests/measure/test_measure
+GPU_TESTS = tests/cuda/test_cuda tests/measure/test_measure tests/runtime/test_runtime
 test-gpu: build
 	@status=0; for t in $(GPU_TESTS); do \
 	  $(BUILD)/$$t "[gpu]"; rc=$$?; \
@@ -50,8 +50,10 @@ bundle: setup
 	bash scripts/make_bundle.sh
 
 # CPU benchmarks against OpenBLAS and memcpy (see experiments/README.md).
-bench: build
-	bash experiments/cpu_baselines/run.sh
+bench: setup
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTESSEL_BUILD_EXPERIMENTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD)
+	BUILD=$(BUILD) bash experiments/cpu_baselines/run.sh
 
 clean:
 	rm -rf $(BUILD) build-asan bundle

@@ -180,6 +180,7 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
   a.target = o.target;
   a.arch = o.target == TargetKind::Cuda ? o.device.arch : host_llvm_target().arch;
   a.device = o.device_name;
+  if (o.target == TargetKind::Llvm) a.cpu_features = host_llvm_target().cpu_features;  // the runtime checks them
   a.tool_version = std::string("tessel ") + TESSEL_VERSION;
   a.model = model.path;
   std::vector<std::vector<uint8_t>> blobs;

@@ -135,11 +135,9 @@ struct ScheduleArgs {
 };
 
 struct DemoArgs {
-  std::string suite = "suites/operators.json";
-  std::vector<std::string> cases;  // empty: the embedded default list
-  int64_t trials = 64;
-  double time_budget_s = 110;
-  std::string db;  // empty: a temporary log
+  int64_t trials = 2000;      // in all (the time budget usually ends the tuning first)
+  double time_budget_s = 100;
+  std::string db;             // empty: a temporary log
 };
 
 struct Workload;

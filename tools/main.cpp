@@ -231,11 +231,11 @@ int main(int argc, char** argv) {
                        "rank only this workload key's records (repeatable)");
 
   tessel::DemoArgs demo;
-  CLI::App* demo_cmd = app.add_subcommand("demo", "a short tuning session of a few suite cases on this CPU");
-  demo_cmd->add_option("--suite", demo.suite, "suite JSON file");
-  demo_cmd->add_option("--case", demo.cases, "a case to tune (repeatable; default: a representative few)");
-  demo_cmd->add_option("--trials", demo.trials, "trials per case (default 64)")->check(CLI::PositiveNumber);
-  demo_cmd->add_option("--time-budget-s", demo.time_budget_s, "stop after this many seconds (default 110)")
+  CLI::App* demo_cmd =
+      app.add_subcommand("demo", "tune a small built-in CNN on this CPU for about two minutes: before and after");
+  demo_cmd->add_option("--trials", demo.trials, "candidates to measure in all (default 2000; the time budget ends first)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  demo_cmd->add_option("--time-budget-s", demo.time_budget_s, "seconds of tuning (default 100)")
       ->check(positive_up_to(1e9));
   demo_cmd->add_option("--db", demo.db, "keep the tuning log here (default: a temporary one)");
 

@@ -13,6 +13,7 @@
 #include "schedule/te/error.h"
 #include "tools/commands.h"
 #include "tools/format_duration.h"
+#include "tools/model_bench.h"
 #include "tools/npy.h"
 
 namespace tessel {
@@ -57,28 +58,6 @@ size_t input_slot(const LoadedModel& model, const std::string& name, size_t posi
   return *i;
 }
 
-struct Bench {
-  double median_s = 0, p10_s = 0, p90_s = 0;
-  size_t runs = 0;
-};
-
-// Repeated runs after two warm-up runs, until a second of samples (at least 10, at most 10000).
-Bench bench(ExecutionContext& ctx) {
-  for (int i = 0; i < 2; ++i) ctx.run();
-  std::vector<double> samples;
-  double total = 0;
-  while (samples.size() < 10 || (total < 1.0 && samples.size() < 10000)) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ctx.run();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    samples.push_back(s);
-    total += s;
-  }
-  std::sort(samples.begin(), samples.end());
-  auto at = [&](double q) { return samples[static_cast<size_t>(q * static_cast<double>(samples.size() - 1))]; };
-  return Bench{at(0.5), at(0.1), at(0.9), samples.size()};
-}
-
 }  // namespace
 
 int cmd_run_model(const RunModelArgs& args) {
@@ -113,7 +92,7 @@ int cmd_run_model(const RunModelArgs& args) {
     write_tensor_file(file, model.outputs()[i].name, outputs[i]);
   }
   if (args.bench) {
-    const Bench b = bench(ctx);
+    const BenchResult b = bench_runs(ctx);
     j["latency_s"] = {{"median", b.median_s}, {"p10", b.p10_s}, {"p90", b.p90_s}, {"runs", b.runs}};
     const MemoryUsage m = ctx.memory_usage();
     j["memory_bytes"] = {{"weights", m.weights}, {"context", m.context_bytes()}};

@@ -1,62 +1,71 @@
-// `tessel demo`: a short tuning session of the suite cases it is given, with a temporary log that it
-// removes, or the log the user names, which `run --best` then replays.
+// `tessel demo`: the model flow on the built-in CNN (import, build untuned, tune, build tuned, run
+// both), with a temporary folder that it removes, or the tuning log the user names.
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <regex>
 #include <string>
-#include <vector>
 
 #include "subprocess.h"
 
 using tessel_test::export_records;
 using tessel_test::RunResult;
-using tessel_test::source_file;
 using tessel_test::TempDir;
 using tessel_test::tessel;
 
 namespace {
 
-// A suite case small enough that two trials take a second or two.
-const char* const kCase = "gelu_tanh_1024";
-
-// The line of the final table for `name`, or "" when there is none.
-std::string table_row(const std::string& text, const std::string& name) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind(name + " ", 0) == 0) return line;
-  return "";
+// The largest difference between the two builds' outputs the demo reports, or -1 when the line is
+// missing.
+double reported_difference(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("differ by at most ([0-9.e+-]+)"))) return -1;
+  return std::stod(m[1].str());
 }
 
 }  // namespace
 
-TEST_CASE("demo tunes the case it is given and removes its temporary log", "[cli][demo]") {
-  TempDir temporary;  // the demo's temporary directory (TMPDIR): its log and the measurer's files
-  RunResult r = tessel({"demo", "--suite", source_file("suites/operators.json"), "--case", kCase, "--trials", "2"},
-                       {{"TMPDIR", temporary.path().string()}});
+TEST_CASE("demo builds, tunes, rebuilds and runs the built-in model, and removes its folder", "[cli][demo]") {
+  TempDir temporary;  // the demo's temporary directory (TMPDIR): its model, log, builds and the measurer's files
+  RunResult r = tessel({"demo", "--trials", "6", "--time-budget-s", "60"}, {{"TMPDIR", temporary.path().string()}});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::StartsWith("tessel demo: tuning 1 suite cases on this CPU, 2 trials each"));
-  CHECK_THAT(table_row(r.out, kCase), Catch::Contains(" 2/2 "));
-  CHECK_THAT(r.out, Catch::Contains("the demo's tuning log was temporary"));
+  CHECK_THAT(r.out, Catch::StartsWith("tessel demo: a small CNN"));
+  CHECK_THAT(r.out, Catch::Contains("before tuning (default schedules)"));
+  CHECK_THAT(r.out, Catch::Contains("after tuning"));
+  CHECK_THAT(r.out, Catch::Contains("speed-up"));
+  // Both builds compute the same network: only the loop schedules differ.
+  const double difference = reported_difference(r.out);
+  CHECK(difference >= 0);
+  CHECK(difference < 1e-4);
+  CHECK_THAT(r.out, Catch::Contains("The tuning log was temporary"));
   CHECK(std::filesystem::is_empty(temporary.path()));  // nothing left behind
 }
 
-TEST_CASE("demo --db keeps the log, and run --best replays its winner", "[cli][demo]") {
+TEST_CASE("demo --db keeps the log with the trials it measured", "[cli][demo]") {
   TempDir dir;
-  std::string db = dir.file("demo.db");
-  RunResult r =
-      tessel({"demo", "--suite", source_file("suites/operators.json"), "--case", kCase, "--trials", "2", "--db", db});
+  const std::string db = dir.file("demo.db");
+  RunResult r = tessel({"demo", "--trials", "6", "--time-budget-s", "60", "--db", db});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Catch::Contains("temporary"));
   int trials = 0;
   for (const nlohmann::json& record : export_records(db)) trials += record.value("purpose", "trial") == "trial";
-  CHECK(trials == 2);
+  CHECK(trials >= 1);
+  CHECK(trials <= 6);
 
-  RunResult best = tessel({"run", "--suite", source_file("suites/operators.json"), "--case", kCase, "--db", db,
-                           "--best", "--min-time", "0.01", "--json"});
-  INFO(best.out << best.err);
-  REQUIRE(best.exit_code == 0);
-  CHECK(nlohmann::json::parse(best.out)["schedule_source"] == "tuning log");
+  // A second demo on the same log resumes: the budget is spent, so nothing more is measured.
+  RunResult again = tessel({"demo", "--trials", "6", "--time-budget-s", "60", "--db", db});
+  INFO(again.out << again.err);
+  REQUIRE(again.exit_code == 0);
+  int after = 0;
+  for (const nlohmann::json& record : export_records(db)) after += record.value("purpose", "trial") == "trial";
+  CHECK(after == trials);
+}
+
+TEST_CASE("demo refuses a bad budget before doing anything", "[cli][demo]") {
+  TempDir temporary;
+  RunResult r = tessel({"demo", "--time-budget-s", "nan"}, {{"TMPDIR", temporary.path().string()}});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("error:"));
+  CHECK(std::filesystem::is_empty(temporary.path()));
 }

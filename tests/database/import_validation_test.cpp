@@ -183,7 +183,7 @@ TEST_CASE("import refuses every hostile field with its line and field, and store
   CHECK(TuningLog::check_file(path, record_validator()).empty());
 }
 
-TEST_CASE("one bad line among 22 imports nothing; the fixed file imports once", "[database][import]") {
+TEST_CASE("one bad line among 22 imports nothing, and the fixed file imports once", "[database][import]") {
   ScratchDir dir;
   auto source = TuningLog::open(dir.file("source.db"), TuningLog::Mode::ReadWrite);
   const WorkloadInfo w = matmul_workload();

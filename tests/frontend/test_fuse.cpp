@@ -72,7 +72,7 @@ TEST_CASE("fuse: a convolution takes its bias, activation and residual add", "[f
   CHECK(fuse(m.g, o).front().outputs == std::vector<std::string>{"out"});
 }
 
-TEST_CASE("fuse: a softmax takes its elementwise prologue; reductions do not fuse forward", "[frontend][fuse]") {
+TEST_CASE("fuse: a softmax takes its elementwise prologue, and reductions do not fuse forward", "[frontend][fuse]") {
   GraphMaker m;
   m.input("s", {2, 7, 7}).input("mask", {1, 1, 7});
   m.node("Mul", {"s", "s"}, "scaled", {2, 7, 7})
@@ -96,7 +96,7 @@ TEST_CASE("fuse: injective chains fuse, but not into a contraction", "[frontend]
   CHECK(groups_of(m.g) == std::vector<std::string>{"Reshape+Transpose", "MatMul+Exp"});
 }
 
-TEST_CASE("fuse: a node read by two kernels stays its own; a diamond of elementwise ops fuses", "[frontend][fuse]") {
+TEST_CASE("fuse: a node read by two kernels stays its own, and a diamond of elementwise ops fuses", "[frontend][fuse]") {
   GraphMaker m;
   m.input("x", {1, 8, 7, 7}).input("w1", {8, 8, 1, 1}).input("w2", {8, 8, 1, 1});
   m.node("Relu", {"x"}, "a", {1, 8, 7, 7})

@@ -118,7 +118,7 @@ void check_conv(const Array& x, const Array& w, const Array* bias, int64_t group
 
 }  // namespace
 
-TEST_CASE("Conv 2-D: pads and strides, dilations, bias; the stage structure of the conv2d template",
+TEST_CASE("Conv 2-D: pads and strides, dilations, bias, and the stage structure of the conv2d template",
           "[frontend][ops]") {
   const Array x = random_array({1, 3, 7, 13}, 1), w = random_array({5, 3, 3, 3}, 2), b = random_array({5}, 3);
   SECTION("pads 1, stride 2, bias: a padding stage, the reduction, the epilogue") {
@@ -158,7 +158,7 @@ TEST_CASE("Conv groups: grouped, depthwise, depthwise with a channel multiplier"
              {{"pads", Index{2, 1, 2, 1}}});
 }
 
-TEST_CASE("Conv auto_pad: SAME_UPPER puts the odd pad at the end, SAME_LOWER at the start; VALID", "[frontend][ops]") {
+TEST_CASE("Conv auto_pad: SAME_UPPER puts the odd pad at the end, SAME_LOWER at the start, and VALID", "[frontend][ops]") {
   const Array x = random_array({1, 3, 7, 13}, 11), w = random_array({4, 3, 4, 4}, 12);
   // Output ceil(7 / 2) = 4, ceil(13 / 2) = 7: 3 positions of padding along each axis.
   check_conv(x, w, nullptr, 1, geometry({4, 4}, {2, 2}, {1, 1}, {2, 2}, {4, 7}),

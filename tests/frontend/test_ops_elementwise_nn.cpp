@@ -262,7 +262,7 @@ TEST_CASE("comparisons, logic and Where", "[frontend][ops]") {
   }
 }
 
-TEST_CASE("Cast between float32, int64 and bool; other targets refused naming the node", "[frontend][ops]") {
+TEST_CASE("Cast between float32, int64 and bool, and other targets refused naming the node", "[frontend][ops]") {
   Array x = uniform({7, 13}, 15, -3, 3);
   x.values[0] = 0;
   x.values[1] = 0.25;
@@ -317,7 +317,7 @@ TEST_CASE("variadic Min, Max, Sum, Mean broadcast every input", "[frontend][ops]
   check_inlined(one_node("Max", {{"a", a}}, a.shape), "out", a);
 }
 
-TEST_CASE("Dropout at inference is the identity; its mask and training mode are refused", "[frontend][ops]") {
+TEST_CASE("Dropout at inference is the identity, and its mask and training mode are refused", "[frontend][ops]") {
   const Array x = random_array({7, 13}, 19);
   OpGraph g;
   g.input("x", x).floats("ratio", {0.3f});

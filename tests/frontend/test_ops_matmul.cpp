@@ -134,7 +134,7 @@ TEST_CASE("Gemm: transA, transB, alpha, beta, C broadcast, scalar or left out", 
   }
 }
 
-TEST_CASE("a one-row Gemm with B stored [N, K] is N dot products; a computed operand becomes a stage",
+TEST_CASE("a one-row Gemm with B stored [N, K] is N dot products, and a computed operand becomes a stage",
           "[frontend][ops]") {
   const Array x = random_array({1, 61}, 23), w = random_array({13, 61}, 24), bias = random_array({13}, 25);
   for (int64_t ta : {0, 1}) {

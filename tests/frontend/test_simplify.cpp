@@ -85,7 +85,7 @@ TEST_CASE("Identity nodes go and graph outputs keep their names", "[frontend][si
   CHECK_FALSE(m.g.has_value("i"));
 }
 
-TEST_CASE("dead nodes go; outputs that fold stay as constant values", "[frontend][simplify]") {
+TEST_CASE("dead nodes go, and outputs that fold stay as constant values", "[frontend][simplify]") {
   GraphMaker m;
   m.input("x", {2, 3})
       .node("Relu", {"x"}, "unused", {2, 3})

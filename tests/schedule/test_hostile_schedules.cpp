@@ -4,7 +4,6 @@
 // where the JSON is read (InputError naming the file, the step and the field) or at the step that
 // crosses a limit of schedule/state/schedule_limits.h (ScheduleError naming the step) -- in bounded
 // time; what stays within the limits replays and lowers.
-#include <chrono>
 #include <limits>
 
 #include "schedule/lower/storage_flatten.h"
@@ -15,10 +14,6 @@ using namespace tessel;
 using namespace tessel::schedtest;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string json_error(const std::string& text) {
   try {
@@ -95,7 +90,6 @@ TEST_CASE("hostile schedule JSON: too many steps, factors or decisions are refus
           "[hostile][trace][json]") {
   std::string steps;
   for (int i = 0; i < 5000; ++i) steps += std::string(i ? "," : "") + R"({"kind": "compute_root", "stage": "C"})";
-  const auto start = Clock::now();
   require_parts(json_error(R"({"version": 1, "steps": [)" + steps + "]}"), {"5000 steps", "at most 1000"});
   std::string factors;
   for (int i = 0; i < 5000; ++i) factors += std::string(i ? "," : "") + "1";
@@ -103,7 +97,6 @@ TEST_CASE("hostile schedule JSON: too many steps, factors or decisions are refus
                 {"step 0", "field 'factors' has 5000 entries", "at most 16"});
   require_parts(json_error(R"({"version": 1, "steps": [], "decisions": [["t", [)" + factors + "]]]}"),
                 {"decision 0", "5000 values"});
-  CHECK(seconds_since(start) < 5);
   // Nesting a million levels deep is refused without recursion.
   require_parts(json_error(std::string(1000000, '[') + std::string(1000000, ']')), {"a schedule must be a JSON object"});
 }
@@ -111,7 +104,6 @@ TEST_CASE("hostile schedule JSON: too many steps, factors or decisions are refus
 TEST_CASE("a split factor of 2^62 is refused at its step instead of padding the loop to 2^62 iterations",
           "[hostile][trace][split]") {
   const ComputeDAG dag = matmul_dag(64, 64, 64);
-  const auto start = Clock::now();
   ScheduleError e = replay_error(dag, Trace{{split_step("C", "i", {int64_t{1} << 62})}});
   CHECK(e.step_index() == 0);
   require_parts(e.what(), {"step 0 (split(C, i, [4611686018427387904]))", "262144 iterations", "1024-fold"});
@@ -122,7 +114,6 @@ TEST_CASE("a split factor of 2^62 is refused at its step instead of padding the 
   require_parts(e.reason(), {"product of the split factors is beyond the int64 range"});
   e = replay_error(dag, Trace{{split_step("C", "i", std::vector<int64_t>(17, 1))}});
   require_parts(e.reason(), {"17 factors", "at most 16"});
-  CHECK(seconds_since(start) < 2);
 }
 
 TEST_CASE("padding within the limit replays and lowers: tiles and thread counts beyond the extent",
@@ -140,7 +131,6 @@ TEST_CASE("padding within the limit replays and lowers: tiles and thread counts 
 
 TEST_CASE("chains of splits and fuses stop at the loop and loop-variable limits of a stage", "[hostile][trace]") {
   const ComputeDAG dag = matmul_dag(64, 64, 64);
-  const auto start = Clock::now();
   // C has i, j, k: 61 splits make 64 loops, the 62nd a 65th.
   CHECK(replay(dag, chained_splits("C", "i", 61)).stage("C").leaves.size() == 64);
   ScheduleError e = replay_error(dag, chained_splits("C", "i", 5000 / 5));
@@ -165,7 +155,6 @@ TEST_CASE("chains of splits and fuses stop at the loop and loop-variable limits 
     }
   e = replay_error(conv, rounds);
   require_parts(e.reason(), {"stage Y would have made", "loop variables", "at most 256"});
-  CHECK(seconds_since(start) < 10);
 }
 
 TEST_CASE("a chain of cache stages, each computed inside the next, stops at the loop nest limit",
@@ -182,10 +171,8 @@ TEST_CASE("a chain of cache stages, each computed inside the next, stops at the 
     if (n > 1) t.steps.push_back(compute_at_step(previous, cache, "ax1"));
     previous = cache;
   }
-  const auto start = Clock::now();
   ScheduleError e = replay_error(dag, t);
   require_parts(e.what(), {"compute_at(", "257 loops deep", "at most 256"});
-  CHECK(seconds_since(start) < 10);
 }
 
 TEST_CASE("step arguments that drove lowering into long loops are bounded", "[hostile][trace]") {
@@ -205,9 +192,7 @@ TEST_CASE("step arguments that drove lowering into long loops are bounded", "[ho
 
   // The largest unroll budget over a loop of 2^40 iterations: no product overflows, nothing unrolls.
   const ComputeDAG wide = build_op("reduce_sum", {{"rows", "1"}, {"cols", "1099511627776"}});
-  const auto start = Clock::now();
   State s = replay(wide, Trace{{pragma_step("Y", "i", "auto_unroll_max_step", kMaxAutoUnrollStep)}});
   LoweredFunc f = lower(s, "k", {});
   CHECK(to_string(f).find("1099511627776") != std::string::npos);
-  CHECK(seconds_since(start) < 5);
 }

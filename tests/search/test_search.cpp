@@ -366,7 +366,7 @@ TEST_CASE("task scheduler: one round each first, then by weighted expected gain"
   CHECK_THROWS(TaskScheduler({1.0, 0.0}));
 }
 
-TEST_CASE("task scheduler: unrelated workloads by relative gain; a task that stops improving stops",
+TEST_CASE("task scheduler: unrelated workloads by relative gain, and a task that stops improving stops",
           "[search][scheduler]") {
   // Model latency: the slow task's absolute gain wins. Geometric mean of speed-ups: the same
   // relative gain counts alike, so the fast task that improves faster (relatively) wins.

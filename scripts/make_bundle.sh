@@ -39,7 +39,9 @@ cp tools/compare.py scripts/export_models.py "$OUT/bin/"
 # time (costmodel/blas.h), with what it needs.
 openblas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/ && !found {print $NF; found = 1}')
 [ -n "$openblas" ] || { echo "error: libopenblas.so.0 not found (scripts/setup.sh installs it)" >&2; exit 1; }
+is_elf() { [ "$(head -c 4 "$1" | tail -c 3)" = ELF ]; }  # bin/ also holds scripts
 for b in "$OUT"/bin/* "$openblas"; do
+  is_elf "$b" || continue
   ldd "$b" | awk '/=> \//{print $3}'
   [ "$b" = "$openblas" ] && echo "$openblas"
 done | sort -u | while read -r lib; do
@@ -48,7 +50,7 @@ done | sort -u | while read -r lib; do
     *) cp -L "$lib" "$OUT/lib/" ;;
   esac
 done
-for b in "$OUT"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$b"; done
+for b in "$OUT"/bin/*; do if is_elf "$b"; then patchelf --set-rpath '$ORIGIN/../lib' "$b"; fi; done
 for l in "$OUT"/lib/*; do patchelf --set-rpath '$ORIGIN' "$l" 2>/dev/null || true; done
 
 # The tests tagged [gpu] of the test programs carried, run on the GPU host; a skip (no usable GPU)
@@ -84,5 +86,7 @@ du -sh "$OUT"
 # The compressed copy is what travels to a GPU host (dist/ is ignored by git): unpacked there by the
 # GPU scripts under experiments/ when bundle/ is missing.
 mkdir -p dist
-tar -C "$(dirname "$OUT")" -czf dist/bundle.tgz "$(basename "$OUT")"
-echo "compressed: $(du -h dist/bundle.tgz | cut -f1) (dist/bundle.tgz)"
+# xz: three binaries carry LLVM statically, and xz packs them about a third smaller than gzip.
+rm -f dist/bundle.tgz
+tar -C "$(dirname "$OUT")" -cf - "$(basename "$OUT")" | xz -6 -T0 > dist/bundle.tar.xz
+echo "compressed: $(du -h dist/bundle.tar.xz | cut -f1) (dist/bundle.tar.xz)"

@@ -3,7 +3,7 @@
 # tunes every case of each SUITE_FILE[:case,case...] into one log, TRIALS trials a workload (a round
 # of 64 is a search from an empty log guided by a model of the records so far), no leader re-timing
 # (its timings are not records), then exports the log. Run from the repository root on the GPU host,
-# with bundle/ or dist/bundle.tgz from `make bundle`:
+# with bundle/ or dist/bundle.tar.xz from `make bundle`:
 #
 #   OUT=DIR TRIALS=64 BUDGET_S=500 bash experiments/costmodel/collect_gpu.sh SUITE.json[:a,b] ...
 #   e.g. ... collect_gpu.sh experiments/costmodel/training_workloads.json:mm_771x1000x127,softmax_16384x127
@@ -22,7 +22,7 @@ T=$B/bin/tessel
 OUT=${OUT:?set OUT}
 DB=${DB:-/tmp/collect_$$.db}
 mkdir -p "$OUT"
-[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-dist/bundle.tgz}"
+[ -d "$B" ] || tar -xJf "${BUNDLE_ARCHIVE:-dist/bundle.tar.xz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 start=$(date +%s)
 since=$(date -u +%Y-%m-%dT%H:%M:%S)

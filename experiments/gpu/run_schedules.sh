@@ -5,7 +5,7 @@
 # replay runs; the default also with the flush), then torch eager / compile / max-autotune of the
 # same cases (experiments/gpu/torch_baselines.py). The default and the hand-written schedules are
 # checked against the reference interpreter where that is cheap. Run from the repository root on the
-# GPU host, with bundle/ or dist/bundle.tgz from `make bundle`:
+# GPU host, with bundle/ or dist/bundle.tar.xz from `make bundle`:
 #
 #   OUT=DIR [CHECKS=1] [BUDGET_S=200] bash experiments/gpu/run_schedules.sh [mem|compute|all]
 #   python3 experiments/gpu/make_table.py DIR > table.md
@@ -23,7 +23,7 @@ SUITE=${SUITE:-suites/operators.json}
 SCHEDULES=experiments/schedules/cuda
 OUT=${OUT:?set OUT}
 mkdir -p "$OUT"
-[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-dist/bundle.tgz}"
+[ -d "$B" ] || tar -xJf "${BUNDLE_ARCHIVE:-dist/bundle.tar.xz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 
 if [ "${CHECKS:-0}" = 1 ]; then

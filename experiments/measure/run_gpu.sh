@@ -2,7 +2,7 @@
 # The measurement harness on a GPU host: forty random GPU schedules measured with four injected
 # faults (crash, hang, wrong answer, out-of-bounds store), a check that no tessel process is left,
 # timing stability of two suite cases over 10 separate `tessel measure` processes, and the GPU tests.
-# Run from the repository root on the GPU host, with bundle/ or dist/bundle.tgz from `make bundle`:
+# Run from the repository root on the GPU host, with bundle/ or dist/bundle.tar.xz from `make bundle`:
 #
 #   OUT=DIR bash experiments/measure/run_gpu.sh
 #
@@ -13,7 +13,7 @@ B=${B:-bundle}
 OUT=${OUT:?set OUT}
 T="$B/bin/tessel"
 mkdir -p "$OUT"
-[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-dist/bundle.tgz}"
+[ -d "$B" ] || tar -xJf "${BUNDLE_ARCHIVE:-dist/bundle.tar.xz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 
 # 1. Forty random GPU schedules with four injected faults.

@@ -3,7 +3,7 @@
 # case's best schedule (`tessel run --best`) and its default without L2 flush, then times torch
 # eager / compile / max-autotune of the same cases in the same run. Quicker than run_gpu.sh on a
 # finished log: no tuning session is set up (the output checks' reference outputs of the large cases
-# take minutes). Run from the repository root on the GPU host, with bundle/ or dist/bundle.tgz:
+# take minutes). Run from the repository root on the GPU host, with bundle/ or dist/bundle.tar.xz:
 #
 #   PRIOR=LOG.jsonl[.gz] OUT=DIR [BUDGET=300] bash experiments/tune/gpu_replay.sh CASE...
 #   python3 experiments/tune/gpu_table.py DIR > table.md
@@ -20,7 +20,7 @@ PRIOR=${PRIOR:?set PRIOR to an exported tuning log}
 BUDGET=${BUDGET:-300}
 DB=/tmp/replay_$$.db
 mkdir -p "$OUT"
-[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-dist/bundle.tgz}"
+[ -d "$B" ] || tar -xJf "${BUNDLE_ARCHIVE:-dist/bundle.tar.xz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 case $PRIOR in
   *.gz) gunzip -c "$PRIOR" > /tmp/replay_$$.jsonl ;;

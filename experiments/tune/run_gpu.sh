@@ -3,7 +3,7 @@
 # trials each (one tuning session, one log), re-times each case's best schedule and its default
 # without L2 flush (as torch's CUDA-graph replay runs), then times torch eager / compile /
 # max-autotune of the same cases in the same run (experiments/gpu/torch_baselines.py). Run from the
-# repository root on the GPU host, with bundle/ or dist/bundle.tgz from `make bundle`:
+# repository root on the GPU host, with bundle/ or dist/bundle.tar.xz from `make bundle`:
 #
 #   OUT=DIR [TRIALS=200] [TIME_BUDGET_S=300] [TORCH_BUDGET_S=200] [PRIOR=LOG.jsonl[.gz]] \
 #     bash experiments/tune/run_gpu.sh CASE...
@@ -25,7 +25,7 @@ OUT=${OUT:?set OUT}
 TRIALS=${TRIALS:-200}
 DB=${DB:-/tmp/tune_gpu_$$.db}
 mkdir -p "$OUT"
-[ -d "$B" ] || tar -xzf "${BUNDLE_TGZ:-dist/bundle.tgz}"
+[ -d "$B" ] || tar -xJf "${BUNDLE_ARCHIVE:-dist/bundle.tar.xz}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 if [ "${CHECKS:-0}" = 1 ]; then
   { timeout 120 "$B/bin/test_cuda" 2>&1 | tail -4; echo "test_cuda rc=${PIPESTATUS[0]}"; } >> "$OUT/gpu.txt"

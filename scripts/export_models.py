@@ -9,6 +9,7 @@ Models: resnet18, resnet50, mobilenet_v2 (torchvision, random weights), bert_tin
 encoder built from torch.nn layers: embeddings, self-attention, GELU feed-forward, layer norms).
 Options through the environment: BATCH (default 1), SEQ (default 16), IMAGE (default 64), OPSET (17).
 """
+import inspect
 import os
 import sys
 
@@ -37,14 +38,33 @@ class Encoder(nn.Module):
                     nn.init.xavier_uniform_(p)
 
     def forward(self, ids):
-        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
         return self.layers(self.norm(self.tokens(ids) + self.positions(positions)))
+
+
+def randomize_norms(model):
+    """Batch norms with random statistics and affine parameters, and classifier biases that are not
+    zero, as a trained network has: with torchvision's initialisation (statistics 0 and 1, scale 1,
+    shift 0) a deep random CNN's outputs shrink towards zero, and a comparison with torch proves
+    little."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                n = m.num_features
+                m.weight.copy_(0.5 + torch.rand(n, generator=g))
+                m.bias.copy_(0.2 * torch.randn(n, generator=g))
+                m.running_mean.copy_(0.2 * torch.randn(n, generator=g))
+                m.running_var.copy_(0.5 + torch.rand(n, generator=g))
+            elif isinstance(m, nn.Linear) and m.bias is not None:
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
+    return model
 
 
 def make(name, batch, seq, image):
     import torchvision
     if name in ("resnet18", "resnet50", "mobilenet_v2"):
-        model = getattr(torchvision.models, name)(weights=None)
+        model = randomize_norms(getattr(torchvision.models, name)(weights=None))
         return model, torch.randn(batch, 3, image, image)
     if name == "bert_tiny":
         return Encoder(vocab=1000, hidden=128, layers=2, heads=2, ffn=512), torch.randint(0, 1000, (batch, seq))
@@ -64,8 +84,11 @@ def export(name, out_dir, batch, seq, image, opset):
         y = model(x)
     # Exported with autograd on: in no_grad mode torch takes its fused transformer kernels, which
     # have no ONNX form.
+    # Newer torch exports through torch.export by default (dynamo=True, needing onnxscript); the
+    # TorchScript exporter is what every torch this script meets has.
+    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"], opset_version=opset,
-                      do_constant_folding=True)
+                      do_constant_folding=True, **extra)
     onnx.checker.check_model(onnx.load(path))
     data = os.path.join(folder, "test_data_set_0")
     for k, (t, tname) in enumerate([(x, "input")]):

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <system_error>
 
 #include "schedule/te/error.h"
@@ -31,7 +33,17 @@ pid_t owner_of(const std::string& name) {
   return pid;
 }
 
-bool running(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+// A zombie counts as ended: in a container whose first process does not reap orphans, a killed
+// owner stays a zombie, and kill(pid, 0) still succeeds on it.
+bool zombie(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const size_t name_end = text.rfind(')');  // the state follows the command name, which may hold spaces
+  return name_end != std::string::npos && name_end + 2 < text.size() && text[name_end + 2] == 'Z';
+}
+
+bool running(pid_t pid) { return (kill(pid, 0) == 0 || errno == EPERM) && !zombie(pid); }
 
 // The watchdog: closes everything but its end of the pipe (so that it holds no other process's pipe
 // open), ignores the signals a terminal sends the whole group, waits for the owner's end to close,

@@ -90,3 +90,21 @@ TEST_CASE("work dir: a folder whose process no longer runs is removed at the nex
   CHECK(std::filesystem::exists(mine));
   std::filesystem::remove_all(mine);
 }
+
+TEST_CASE("work dir: a folder whose process is a zombie is removed too", "[measure][work_dir]") {
+  // A killed owner that nobody has reaped yet (a container whose first process does not reap
+  // orphans) is a zombie: kill(pid, 0) still succeeds on it, but it runs no more.
+  pid_t zombie = fork();
+  REQUIRE(zombie >= 0);
+  if (zombie == 0) _exit(0);
+  const std::string stale =
+      (std::filesystem::temp_directory_path() / ("tessel-measure-" + std::to_string(zombie) + "-zombie")).string();
+  std::filesystem::create_directories(stale);
+  // Not reaped: wait until the child has exited and is a zombie.
+  siginfo_t info{};
+  REQUIRE(waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT) == 0);
+  REQUIRE(kill(zombie, 0) == 0);
+  CHECK(remove_stale_work_dirs() >= 1);
+  CHECK_FALSE(std::filesystem::exists(stale));
+  waitpid(zombie, nullptr, 0);
+}

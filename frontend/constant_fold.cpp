@@ -321,8 +321,8 @@ const std::map<std::string, FoldFn>& fold_table() {
       {"Mul", fold_arithmetic},
       {"Div", fold_arithmetic},
       {"Mod", fold_arithmetic},
-      {"Max", fold_arithmetic},
-      {"Min", fold_arithmetic},
+      {"Max", fold_extreme},
+      {"Min", fold_extreme},
       {"Neg", fold_neg},
   };
   return table;

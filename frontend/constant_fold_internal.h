@@ -43,7 +43,8 @@ Outputs fold_slice(const Node& node, const Inputs& in, int64_t opset);
 Outputs fold_range(const Node& node, const Inputs& in, int64_t opset);
 Outputs fold_equal(const Node& node, const Inputs& in, int64_t opset);
 Outputs fold_where(const Node& node, const Inputs& in, int64_t opset);
-Outputs fold_arithmetic(const Node& node, const Inputs& in, int64_t opset);  // Add, Sub, Mul, Div
+Outputs fold_arithmetic(const Node& node, const Inputs& in, int64_t opset);  // Add, Sub, Mul, Div, Mod
+Outputs fold_extreme(const Node& node, const Inputs& in, int64_t opset);     // Max, Min
 Outputs fold_neg(const Node& node, const Inputs& in, int64_t opset);
 
 }  // namespace tessel::fold

@@ -224,8 +224,6 @@ int64_t integer_op(const Node& node, int64_t x, int64_t y) {
   if (node.op_type == "Add") return static_cast<int64_t>(ux + uy);
   if (node.op_type == "Sub") return static_cast<int64_t>(ux - uy);
   if (node.op_type == "Mul") return static_cast<int64_t>(ux * uy);
-  if (node.op_type == "Max") return std::max(x, y);
-  if (node.op_type == "Min") return std::min(x, y);
   if (y == 0) fail(node, "integer division by zero");
   if (node.op_type == "Mod") {
     // fmod=0 (the default for integers): the remainder takes the divisor's sign, as Python's %.
@@ -239,16 +237,12 @@ int64_t integer_op(const Node& node, int64_t x, int64_t y) {
 
 float float_op(const std::string& op, float x, float y) {
   if (op == "Mod") return std::fmod(x, y);  // ONNX requires fmod=1 for floats: the dividend's sign
-  if (op == "Max") return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
-  if (op == "Min") return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
   return op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
 }
 
 }  // namespace
 
 Outputs fold_arithmetic(const Node& node, const Inputs& in, int64_t) {
-  // Max and Min take any number of inputs; the two-input form is the one shape chains hold.
-  if (in.size() != 2) return std::nullopt;
   const TensorData *a = constant(in, 0), *b = constant(in, 1);
   if (!a || !b || a->dtype() == DType::Bool || b->dtype() == DType::Bool) return std::nullopt;
   if (a->dtype() != b->dtype()) fail(node, type_pair(*a, *b));
@@ -264,6 +258,48 @@ Outputs fold_arithmetic(const Node& node, const Inputs& in, int64_t) {
   }
   std::vector<int64_t> values(ia.size());
   for (size_t i = 0; i < ia.size(); ++i) values[i] = integer_op(node, a->as_int(ia[i]), b->as_int(ib[i]));
+  return one(TensorData::of_ints(out, values));
+}
+
+Outputs fold_extreme(const Node& node, const Inputs& in, int64_t) {
+  // Max and Min: any number of inputs of one dtype, broadcast together; NaN wins for floats.
+  std::vector<const TensorData*> xs;
+  std::vector<const Shape*> shapes;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const TensorData* x = constant(in, k);
+    if (!x || x->dtype() == DType::Bool) return std::nullopt;
+    if (!xs.empty() && x->dtype() != xs[0]->dtype()) fail(node, type_pair(*xs[0], *x));
+    xs.push_back(x);
+    shapes.push_back(&x->shape());
+  }
+  if (xs.empty()) return std::nullopt;
+  const Shape out = broadcast_shapes(shapes, node);
+  const int64_t n = small_count(out);
+  if (n < 0) return std::nullopt;
+  std::vector<std::vector<int64_t>> index;
+  for (const TensorData* x : xs) index.push_back(broadcast_index(x->shape(), out));
+  const bool max = node.op_type == "Max";
+  if (xs[0]->dtype() == DType::Float32) {
+    std::vector<float> values(static_cast<size_t>(n));
+    for (size_t i = 0; i < values.size(); ++i) {
+      float v = static_cast<float>(xs[0]->as_double(index[0][i]));
+      for (size_t k = 1; k < xs.size(); ++k) {
+        const float w = static_cast<float>(xs[k]->as_double(index[k][i]));
+        v = std::isnan(v) || std::isnan(w) ? NAN : max ? std::max(v, w) : std::min(v, w);
+      }
+      values[i] = v;
+    }
+    return one(TensorData::of_floats(out, values));
+  }
+  std::vector<int64_t> values(static_cast<size_t>(n));
+  for (size_t i = 0; i < values.size(); ++i) {
+    int64_t v = xs[0]->as_int(index[0][i]);
+    for (size_t k = 1; k < xs.size(); ++k) {
+      const int64_t w = xs[k]->as_int(index[k][i]);
+      v = max ? std::max(v, w) : std::min(v, w);
+    }
+    values[i] = v;
+  }
   return one(TensorData::of_ints(out, values));
 }
 

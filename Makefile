@@ -33,7 +33,7 @@ test: build
 # On a GPU host: the tests tagged [gpu] (CUDA kernels, the GPU measurement harness), run by their
 # programs directly, so that a skip (no usable GPU) fails this target. The bundle's bin/test-gpu
 # runs the same tests where there is no build.
-GPU_TESTS = tests/cuda/test_cuda tests/measure/test_measure tests/runtime/test_runtime
+GPU_TESTS = tests/cuda/test_cuda tests/measure/test_measure tests/runtime/test_runtime tests/tools/test_tools
 test-gpu: build
 	@status=0; for t in $(GPU_TESTS); do \
 	  $(BUILD)/$$t "[gpu]"; rc=$$?; \

@@ -180,3 +180,28 @@ TEST_CASE("tune --target cuda without a GPU is bad input that says so and leaves
   CHECK(export_records(db) == before);
   CHECK(tessel({"db", "info", "--db", db}).out == info_before);  // no session either
 }
+
+TEST_CASE("gpu: tune --target cuda tunes on the GPU and records correct trials", "[cli][tune][gpu]") {
+  RunResult probe = tessel(concat({"run", "--target", "cuda", "--min-time", "0.01"}, kTinyMatmul));
+  if (probe.exit_code != 0) {
+    tessel_test::skip_test("no usable CUDA device: " + probe.err);
+    return;
+  }
+  TempDir dir;
+  std::string db = dir.file("log.db");
+  RunResult r = tessel(concat({"tune", "--target", "cuda", "--db", db, "--trials", "6", "--seed", "2"}, kTinyMatmul));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  int trials = 0;
+  for (const nlohmann::json& record : export_records(db)) {
+    CHECK(record["target"]["kind"] == "cuda");
+    if (!is_trial(record)) continue;
+    ++trials;
+    CHECK(record["error"] == "ok");  // each checked against the reference before it was timed
+  }
+  CHECK(trials == 6);
+  RunResult best = tessel(concat({"run", "--target", "cuda", "--db", db, "--best", "--check", "--min-time", "0.01"},
+                                 kTinyMatmul));
+  INFO(best.out << best.err);
+  CHECK(best.exit_code == 0);
+}

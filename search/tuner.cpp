@@ -54,12 +54,14 @@ class Tuner {
   }
 
  private:
-  // One round of `index` with at most `trials` (0: its default schedule alone), its outcome told to
-  // the scheduler and the callback.
-  void round(TaskScheduler& scheduler, size_t index, int64_t trials) {
+  enum class RoundKind { Search, DefaultOnly };
+
+  // One round of `index` with at most `trials` (a search round) or of its default schedule alone,
+  // its outcome told to the scheduler and the callback.
+  void round(TaskScheduler& scheduler, size_t index, int64_t trials, RoundKind kind = RoundKind::Search) {
     TuningTask& task = *tasks_[index];
-    const bool measured =
-        trials == 0 ? run_default_round(task, session_, index) : run_round(task, session_, index, trials);
+    const bool measured = kind == RoundKind::DefaultOnly ? run_default_round(task, session_, index)
+                                                         : run_round(task, session_, index, trials);
     if (measured)
       scheduler.record(index, task.status.trials, task.status.best_s.value_or(std::numeric_limits<double>::infinity()));
     if (!task.status.done && scheduler.plateaued(index)) stop_plateaued(task);
@@ -76,7 +78,7 @@ class Tuner {
     for (size_t i = 0; i < tasks_.size(); ++i) {
       if (tasks_[i]->status.done || tasks_[i]->status.trials > 0 || scheduler.finished(i)) continue;
       if (out_of_time() || trials_left_shared() <= 0) return;
-      round(scheduler, i, 0);
+      round(scheduler, i, 1, RoundKind::DefaultOnly);
     }
   }
 

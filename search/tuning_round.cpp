@@ -103,7 +103,11 @@ void learn(TuningTask& task, const SessionContext& session, const Batch& batch, 
 
 }  // namespace
 
-bool run_round(TuningTask& task, const SessionContext& session, size_t index, int64_t trials_left) {
+namespace {
+
+// The steps of a round. A default-only round (`trials` 1, the default owed first) neither ends the
+// task nor re-times leaders, and an empty one leaves no trace.
+bool round_of(TuningTask& task, const SessionContext& session, size_t index, int64_t trials, bool default_only) {
   TaskStatus& s = task.status;
   task.timings.next_round();
   task.had_round = true;
@@ -113,9 +117,10 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index, in
   split.setup_s = task.measurer_setup_s;
   task.measurer_setup_s = 0;
   watch.lap();
-  const Batch batch = propose(task, session, trials_left);
+  const Batch batch = propose(task, session, trials);
   split.search_s = watch.lap();
   if (batch.traces.empty()) {
+    if (default_only) return false;
     session.note(s.name + ": no new schedule left to try; stopping at " + std::to_string(s.trials) + " trials");
     retime_leaders(task, session, false);  // a resumed task can end here without a round
     split.retime_s = watch.lap();
@@ -125,10 +130,14 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index, in
     split.measure_s = watch.lap();
     learn(task, session, batch, measured);
     split.learn_s = watch.lap();
-    const bool last = s.done || static_cast<int64_t>(measured.results.size()) >= trials_left;
-    retime_leaders(task, session, session.options.leaders.spread && !last);  // the task's last round settles
-    split.retime_s = watch.lap();
-    s.done = last;
+    if (default_only) {
+      task.refresh_latencies();  // no re-timing here: the default's trial is its latency for now
+    } else {
+      const bool last = s.done || static_cast<int64_t>(measured.results.size()) >= trials;
+      retime_leaders(task, session, session.options.leaders.spread && !last);  // the task's last round settles
+      split.retime_s = watch.lap();
+      s.done = last;
+    }
   }
   s.seconds += split.setup_s + split.search_s + split.measure_s + split.learn_s + split.retime_s;
   s.last_round = split;
@@ -136,29 +145,15 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index, in
   return !batch.traces.empty();
 }
 
+}  // namespace
+
+bool run_round(TuningTask& task, const SessionContext& session, size_t index, int64_t trials_left) {
+  return round_of(task, session, index, trials_left, false);
+}
+
 bool run_default_round(TuningTask& task, const SessionContext& session, size_t index) {
-  TaskStatus& s = task.status;
-  if (s.trials > 0 || s.default_measured) return false;
-  task.timings.next_round();
-  task.had_round = true;
-  Stopwatch watch;
-  TimeSplit split;
-  task.measurer(session);
-  split.setup_s = task.measurer_setup_s;
-  task.measurer_setup_s = 0;
-  watch.lap();
-  const Batch batch = propose(task, session, 1);  // the default, owed first
-  split.search_s = watch.lap();
-  if (batch.traces.empty()) return false;
-  const Measured measured = measure_and_record(task, session, batch, index);
-  split.measure_s = watch.lap();
-  learn(task, session, batch, measured);
-  split.learn_s = watch.lap();
-  task.refresh_latencies();  // no re-timing here: the default's trial is its latency for now
-  s.seconds += split.setup_s + split.search_s + split.measure_s + split.learn_s;
-  s.last_round = split;
-  s.time += split;
-  return true;
+  if (task.status.trials > 0 || task.status.default_measured) return false;
+  return round_of(task, session, index, 1, true);
 }
 
 }  // namespace tessel

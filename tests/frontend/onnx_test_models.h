@@ -151,6 +151,22 @@ inline onnx::ModelProto small_conv_model() {
 // What exporters emit around a convolution: x[1,2,4,4] → Conv → BatchNormalization → Relu → r, then
 // Reshape(r, Concat(Unsqueeze(Gather(Shape(r), 0)), [-1])) → y[1,48]. simplify() leaves Conv, Relu
 // and Reshape.
+// y = x + Cast(Range(0, Shape(x)[1], 1)) with x [2, 5]: ONNX's inference leaves the Range's extent
+// unknown, and only folding the shape chain makes every shape static.
+inline onnx::ModelProto range_from_shape_model() {
+  onnx::ModelProto model = make_model();
+  add_input(model, "x", {2, 5});
+  add_int_initializer(model, "zero", {}, {0});
+  add_int_initializer(model, "one", {}, {1});
+  add_node(model, "Shape", {"x"}, {"s"});
+  add_node(model, "Gather", {"s", "one"}, {"n"});
+  add_node(model, "Range", {"zero", "n", "one"}, {"positions"});
+  add_int_attr(add_node(model, "Cast", {"positions"}, {"p"}), "to", onnx::TensorProto::FLOAT);
+  add_node(model, "Add", {"x", "p"}, {"y"});
+  add_output(model, "y", {2, 5});
+  return model;
+}
+
 inline onnx::ModelProto conv_bn_reshape_model() {
   onnx::ModelProto model = small_conv_model();
   auto* graph = model.mutable_graph();

@@ -86,18 +86,7 @@ TEST_CASE("integer constants of other widths are widened to INT64", "[frontend][
 }
 
 TEST_CASE("shapes computed from data are folded until every shape is static", "[frontend][onnx]") {
-  // y = x + Cast(Range(0, Shape(x)[1], 1)): ONNX's inference leaves the Range's extent unknown.
-  onnx::ModelProto model = make_model();
-  add_input(model, "x", {2, 5});
-  add_int_initializer(model, "zero", {}, {0});
-  add_int_initializer(model, "one", {}, {1});
-  add_node(model, "Shape", {"x"}, {"s"});
-  add_node(model, "Gather", {"s", "one"}, {"n"});
-  add_node(model, "Range", {"zero", "n", "one"}, {"positions"});
-  add_int_attr(add_node(model, "Cast", {"positions"}, {"p"}), "to", onnx::TensorProto::FLOAT);
-  add_node(model, "Add", {"x", "p"}, {"y"});
-  add_output(model, "y", {2, 5});
-  const Graph g = import_onnx_bytes(serialize(model), {});
+  const Graph g = import_onnx_bytes(serialize(range_from_shape_model()), {});
   REQUIRE(g.is_constant("p"));
   CHECK(g.value("p").constant->floats() == std::vector<float>{0, 1, 2, 3, 4});
   REQUIRE(g.nodes.size() == 1);

@@ -20,18 +20,8 @@ namespace {
 // Small models reaching every step: weights, batch norm and shape chains to fold, a Range that
 // shape inference cannot size, and a spread of ONNX's own operator tests.
 std::vector<std::string> seeds() {
-  std::vector<std::string> out = {serialize(small_conv_model()), serialize(conv_bn_reshape_model())};
-  onnx::ModelProto range = make_model();
-  add_input(range, "x", {2, 5});
-  add_int_initializer(range, "zero", {}, {0});
-  add_int_initializer(range, "one", {}, {1});
-  add_node(range, "Shape", {"x"}, {"s"});
-  add_node(range, "Gather", {"s", "one"}, {"n"});
-  add_node(range, "Range", {"zero", "n", "one"}, {"positions"});
-  add_int_attr(add_node(range, "Cast", {"positions"}, {"p"}), "to", onnx::TensorProto::FLOAT);
-  add_node(range, "Add", {"x", "p"}, {"y"});
-  add_output(range, "y", {2, 5});
-  out.push_back(serialize(range));
+  std::vector<std::string> out = {serialize(small_conv_model()), serialize(conv_bn_reshape_model()),
+                                  serialize(range_from_shape_model())};
   const std::string data = "/usr/share/libonnx-testdata/data/";
   for (const char* model : {"node/test_conv_with_strides_padding", "node/test_reshape_negative_dim", "node/test_slice",
                             "node/test_gather_0", "node/test_batchnorm_example", "node/test_expand_dim_changed",

@@ -14,15 +14,19 @@ bool overlap(const Lifetime& a, const Lifetime& b) { return a.first <= b.last &&
 
 }  // namespace
 
-MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes) {
-  MemoryPlan plan;
-  plan.offsets.assign(lifetimes.size(), 0);
+int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes) {
   int64_t steps = 0;
   for (const Lifetime& l : lifetimes) steps = std::max(steps, l.last + 1);
   std::vector<int64_t> live(static_cast<size_t>(steps), 0);
   for (const Lifetime& l : lifetimes)
     for (int64_t s = l.first; s <= l.last; ++s) live[static_cast<size_t>(s)] += aligned(l.bytes);
-  plan.live_bound_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+  return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+}
+
+MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes) {
+  MemoryPlan plan;
+  plan.offsets.assign(lifetimes.size(), 0);
+  plan.live_bound_bytes = live_bound_bytes(lifetimes);
 
   std::vector<size_t> order(lifetimes.size());
   std::iota(order.begin(), order.end(), 0);

@@ -23,4 +23,7 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes);
 
+// The most bytes (each rounded up as the plan places it) alive at one step.
+int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes);
+
 }  // namespace tessel

@@ -129,7 +129,10 @@ class BufferTable {
   std::map<std::string, int64_t> index_;
 };
 
-// Places the intermediates: each lives from the kernel that writes it to the last that reads it.
+// Places the intermediates in one arena: each lives from the kernel that writes it to the last that
+// reads it, and a GPU kernel's scratch buffers (between the launches of one kernel) live for that
+// kernel alone, so they take bytes the graph's values leave free at that step. The liveness bound
+// is the graph's values': the most bytes the model's own intermediates need at once.
 void place_intermediates(ModelArtifact& a, BuildReport& report) {
   std::vector<int64_t> ids;
   std::vector<Lifetime> lives;
@@ -145,12 +148,21 @@ void place_intermediates(ModelArtifact& a, BuildReport& report) {
     ids.push_back(static_cast<int64_t>(b));
     lives.push_back(l);
   }
+  const int64_t graph_bound = live_bound_bytes(lives);
+  for (size_t k = 0; k < a.kernels.size(); ++k)
+    for (const BufferParam& s : a.kernels[k].scratch)
+      lives.push_back(Lifetime{buffer_bytes(s), static_cast<int64_t>(k), static_cast<int64_t>(k)});
   const MemoryPlan plan = plan_memory(lives);
-  for (size_t i = 0; i < ids.size(); ++i) a.buffers[ids[i]].offset = plan.offsets[i];
+  size_t i = 0;
+  for (; i < ids.size(); ++i) a.buffers[ids[i]].offset = plan.offsets[i];
+  for (PlanKernel& k : a.kernels) {
+    k.scratch_offsets.clear();
+    for (size_t s = 0; s < k.scratch.size(); ++s) k.scratch_offsets.push_back(plan.offsets[i++]);
+  }
   a.arena_bytes = plan.arena_bytes;
-  a.liveness_bound_bytes = plan.live_bound_bytes;
+  a.liveness_bound_bytes = graph_bound;
   report.arena_bytes = plan.arena_bytes;
-  report.live_bound_bytes = plan.live_bound_bytes;
+  report.live_bound_bytes = graph_bound;
 }
 
 }  // namespace

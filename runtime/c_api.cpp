@@ -201,8 +201,8 @@ TesselStatus tessel_context_memory(const TesselContext* context, TesselMemoryUsa
   if (!context || !usage)
     return null_argument("tessel_context_memory", context ? "the usage out-pointer" : "the context");
   const MemoryUsage u = context->context->memory_usage();
-  *usage = TesselMemoryUsage{u.weights, u.arena,   u.outputs,
-                             u.inputs,  u.scratch, context->context->model().artifact().liveness_bound_bytes};
+  *usage = TesselMemoryUsage{u.weights, u.arena, u.outputs, u.inputs,
+                             context->context->model().artifact().liveness_bound_bytes};
   return TESSEL_OK;
 }
 

@@ -1,7 +1,8 @@
 // The GPU executor. Per model: the weights copied to the device once, in one allocation, and each
 // kernel's cubin loaded once (kernels of one task share it) without scratch of its own. Per context:
-// a stream, one device allocation holding the arena, the outputs, a copy of every input and every
-// kernel's scratch, all made when the context is; with every pointer then fixed, the launches of a
+// a stream, one device allocation holding the arena (intermediates and the kernels' scratch, placed
+// by the build's memory plan), the outputs and a copy of every input, all made when the context is;
+// with every pointer then fixed, the launches of a
 // whole run are recorded once as a CUDA graph on the context's stream. A run copies the inputs in
 // (host to device, or device to device for device pointers: the graph's pointers never change),
 // replays the graph (or, where the driver has none, launches the kernels one by one) and waits.
@@ -17,12 +18,6 @@ namespace {
 constexpr int64_t kAlign = 256;  // cuMemAlloc's own alignment, kept for every sub-buffer
 
 int64_t aligned(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-int64_t scratch_bytes(const BufferParam& s) {
-  int64_t bytes = s.dtype == DType::Float32 ? 4 : s.dtype == DType::Int64 ? 8 : 1;
-  for (int64_t e : s.shape) bytes *= e;
-  return bytes;
-}
 
 // A device allocation freed with its owner.
 class DeviceBlock {
@@ -116,7 +111,7 @@ class GpuModel final : public ModelExecutor {
         return false;
     }
     for (size_t i = 0; i < x.scratch.size(); ++i)
-      if (x.scratch[i].name != y.scratch[i].name || scratch_bytes(x.scratch[i]) != scratch_bytes(y.scratch[i]))
+      if (x.scratch[i].name != y.scratch[i].name || buffer_bytes(x.scratch[i]) != buffer_bytes(y.scratch[i]))
         return false;
     return true;
   }
@@ -134,7 +129,7 @@ class GpuContext final : public ContextExecutor {
  public:
   explicit GpuContext(const GpuModel& m) : m_(m) {
     const ModelArtifact& a = m.artifact();
-    // One allocation: arena, then outputs, inputs and scratch, each at a 256-byte boundary.
+    // One allocation: the arena, then outputs and inputs, each at a 256-byte boundary.
     std::vector<int64_t> offset(a.buffers.size(), -1);
     int64_t at = aligned(a.arena_bytes);
     usage_.arena = a.arena_bytes;
@@ -147,13 +142,6 @@ class GpuContext final : public ContextExecutor {
         (buffer.kind == PlanBuffer::Kind::Output ? usage_.outputs : usage_.inputs) += buffer.bytes();
       }
     }
-    std::vector<std::vector<int64_t>> scratch_offset(a.kernels.size());
-    for (size_t k = 0; k < a.kernels.size(); ++k)
-      for (const BufferParam& s : a.kernels[k].scratch) {
-        scratch_offset[k].push_back(at);
-        at += aligned(scratch_bytes(s));
-        usage_.scratch += scratch_bytes(s);
-      }
     block_ = std::make_unique<DeviceBlock>(m.runtime(), at);
     pointer_.assign(a.buffers.size(), 0);
     for (size_t b = 0; b < a.buffers.size(); ++b)
@@ -162,7 +150,7 @@ class GpuContext final : public ContextExecutor {
     scratch_.resize(a.kernels.size());
     for (size_t k = 0; k < a.kernels.size(); ++k) {
       for (int64_t b : a.kernels[k].args) args_[k].push_back(pointer_[b]);
-      for (int64_t o : scratch_offset[k]) scratch_[k].push_back(block_->ptr() + o);
+      for (int64_t o : a.kernels[k].scratch_offsets) scratch_[k].push_back(block_->ptr() + o);
     }
     stream_ = m.runtime().create_stream();
     graph_ = stream_->capture([this] { launch_all(); });

@@ -36,11 +36,10 @@ struct ModelTensor {
 struct MemoryUsage {
   MemoryKind memory = MemoryKind::Host;
   int64_t weights = 0;  // once per model, shared by its contexts
-  int64_t arena = 0;    // this context's intermediates, placed by the memory plan
+  int64_t arena = 0;    // this context's intermediates (and GPU kernels' scratch), placed by the memory plan
   int64_t outputs = 0;  // this context's outputs
   int64_t inputs = 0;   // this context's copies of inputs (GPU; on the CPU only misaligned ones)
-  int64_t scratch = 0;  // this context's kernel scratch buffers (GPU)
-  int64_t context_bytes() const { return arena + outputs + inputs + scratch; }
+  int64_t context_bytes() const { return arena + outputs + inputs; }
 };
 
 class ExecutionContext;

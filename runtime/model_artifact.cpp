@@ -14,12 +14,10 @@ namespace tessel {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'L', 'M', 'O', 'D', 'E', 'L'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: GPU scratch buffers placed in the arena
 constexpr size_t kHeaderBytes = 28;
 constexpr int64_t kAlign = 64;
 constexpr int64_t kMaxElements = int64_t{1} << 40;
-
-int64_t element_size(DType d) { return d == DType::Float32 ? 4 : d == DType::Int64 ? 8 : 1; }
 
 std::optional<DType> dtype_named(const std::string& s) {
   if (s == "float32") return DType::Float32;
@@ -85,8 +83,13 @@ nlohmann::json manifest_json(const ModelArtifact& a) {
     kj["launches"] = nlohmann::json::array();
     for (const CudaLaunch& l : k.launches) kj["launches"].push_back(launch_json(l));
     kj["scratch"] = nlohmann::json::array();
-    for (const BufferParam& s : k.scratch)
-      kj["scratch"].push_back({{"name", s.name}, {"dtype", to_string(s.dtype)}, {"shape", s.shape}});
+    if (k.scratch_offsets.size() != k.scratch.size())
+      throw Error("kernel " + k.name + ": its scratch buffers have no place in the arena");
+    for (size_t i = 0; i < k.scratch.size(); ++i) {
+      const BufferParam& s = k.scratch[i];
+      kj["scratch"].push_back(
+          {{"name", s.name}, {"dtype", to_string(s.dtype)}, {"shape", s.shape}, {"offset", k.scratch_offsets[i]}});
+    }
     j["kernels"].push_back(kj);
   }
   j["blobs"] = nlohmann::json::array();
@@ -115,6 +118,14 @@ const char* to_string(PlanBuffer::Kind kind) {
       return "intermediate";
   }
   return "?";
+}
+
+int64_t element_size(DType d) { return d == DType::Float32 ? 4 : d == DType::Int64 ? 8 : 1; }
+
+int64_t buffer_bytes(const BufferParam& p) {
+  int64_t n = element_size(p.dtype);
+  for (int64_t d : p.shape) n *= d;
+  return n;
 }
 
 int64_t PlanBuffer::bytes() const {
@@ -311,7 +322,12 @@ class ManifestReader {
             elements *= d.get<int64_t>();
             bp.shape.push_back(d.get<int64_t>());
           }
+          const int64_t offset = req(sj.integer("offset", 0, a.arena_bytes), sj, "offset");
+          if (offset % kAlign != 0 || offset + buffer_bytes(bp) > a.arena_bytes)
+            fail(sj.field("offset") + ": scratch '" + bp.name + "' at arena offset " + std::to_string(offset) +
+                 " is not a multiple of 64 or ends past the arena (" + std::to_string(a.arena_bytes) + " bytes)");
           p.scratch.push_back(std::move(bp));
+          p.scratch_offsets.push_back(offset);
         }
       out.push_back(std::move(p));
     }

@@ -49,7 +49,8 @@ struct PlanKernel {
   int64_t blob = -1;                 // its code
   std::vector<int64_t> args;         // a buffer per parameter, in the kernel's parameter order
   std::vector<CudaLaunch> launches;  // GPU: kernels of the program, in order
-  std::vector<BufferParam> scratch;  // GPU: device buffers the program allocates itself
+  std::vector<BufferParam> scratch;  // GPU: buffers between the program's launches, alive during this kernel only
+  std::vector<int64_t> scratch_offsets;  // one per scratch buffer: its byte offset in the arena
   // Provenance: the task's workload key, the fused ops, and the log record its schedule came from
   // (-1: the default schedule, no record).
   std::string workload_key;
@@ -74,7 +75,7 @@ struct ModelArtifact {
   std::vector<int64_t> inputs;       // buffer indices, in the model's input order
   std::vector<int64_t> outputs;      // buffer indices, in the model's output order
   std::vector<PlanKernel> kernels;   // in the order they run
-  int64_t arena_bytes = 0;           // intermediates, reused by liveness
+  int64_t arena_bytes = 0;           // intermediates and GPU scratch, reused by liveness
   int64_t liveness_bound_bytes = 0;  // the most intermediate bytes alive at once (the arena's lower bound)
   std::vector<Blob> blobs;
 };
@@ -90,6 +91,8 @@ void write_model_artifact(const std::string& path, ModelArtifact artifact,
 ModelArtifact read_model_artifact(const std::string& path, std::vector<uint8_t>& bytes);
 
 uint64_t fnv1a64(const uint8_t* data, size_t size);
+int64_t element_size(DType d);
+int64_t buffer_bytes(const BufferParam& p);  // its elements times the element size
 const char* to_string(PlanBuffer::Kind kind);
 
 }  // namespace tessel

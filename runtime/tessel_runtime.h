@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a function's meaning changes; a caller may check tessel_api_version() against it. */
-#define TESSEL_API_VERSION 1
+#define TESSEL_API_VERSION 2
 
 typedef enum {
   TESSEL_OK = 0,
@@ -47,10 +47,9 @@ typedef struct TesselContext TesselContext;
 /* What a context holds, in bytes, on the model's target (the GPU's memory for a cuda model). */
 typedef struct {
   int64_t weights; /* once per model, shared by its contexts */
-  int64_t arena;   /* the context's intermediates, placed by the build's memory plan */
+  int64_t arena;   /* the context's intermediates and GPU kernels' scratch, placed by the build's memory plan */
   int64_t outputs;
   int64_t inputs;         /* the context's copies of inputs (GPU; on the CPU, only of misaligned ones) */
-  int64_t scratch;        /* kernels' scratch buffers (GPU) */
   int64_t liveness_bound; /* the most intermediate bytes alive at once: no arena can be smaller */
 } TesselMemoryUsage;
 

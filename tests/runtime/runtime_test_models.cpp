@@ -171,7 +171,12 @@ TwoKernelModel gpu_two_kernel_model(const std::string& arch) {
     const CudaBuild build = build_cuda_kernel(dags[k], default_gpu_schedule(dags[k], GpuTargetSpec{}), arch);
     t.model.blobs.emplace_back(build.cubin.begin(), build.cubin.end());
     t.model.artifact.kernels[k].launches = build.program.launches;
-    t.model.artifact.kernels[k].scratch = build.program.scratch;
+    PlanKernel& kernel = t.model.artifact.kernels[k];
+    kernel.scratch = build.program.scratch;
+    for (const BufferParam& s : kernel.scratch) {  // after the intermediates, as a plan without reuse would
+      kernel.scratch_offsets.push_back(t.model.artifact.arena_bytes);
+      t.model.artifact.arena_bytes += (buffer_bytes(s) + 63) / 64 * 64;
+    }
   }
   return t;
 }

@@ -121,6 +121,20 @@ TEST_CASE("a manifest whose offsets or indices point outside the file or the are
   });
   CHECK_THAT(load_error(f.path), Contains("intermediate 'h' is at arena offset 8, not a multiple of 64"));
   write_bytes(f.path, good);
+  for (const int64_t offset : {int64_t{0}, int64_t{8}}) {  // past the arena, then misaligned
+    edit_manifest(f.path, [&](nlohmann::json& j) {
+      const int64_t floats = offset == 0 ? j["arena_bytes"].get<int64_t>() / 4 + 1 : 1;
+      j["kernels"][0]["scratch"] = {{{"name", "T"}, {"dtype", "float32"}, {"shape", {floats}}, {"offset", offset}}};
+    });
+    CHECK_THAT(load_error(f.path), Contains("kernels[0].scratch") && Contains("scratch 'T' at arena offset " +
+                                                                              std::to_string(offset)));
+    write_bytes(f.path, good);
+  }
+  edit_manifest(f.path, [](nlohmann::json& j) {
+    j["kernels"][0]["scratch"] = {{{"name", "T"}, {"dtype", "float32"}, {"shape", {1}}}};
+  });
+  CHECK_THAT(load_error(f.path), Contains("kernels[0].scratch") && Contains("offset"));
+  write_bytes(f.path, good);
   edit_manifest(f.path, [](nlohmann::json& j) { j["kernels"][1]["args"][2] = 17; });
   CHECK_THAT(load_error(f.path), Contains("kernels[1]") && Contains("index outside"));
   write_bytes(f.path, good);

@@ -52,12 +52,11 @@ _ERRORS = {_ERROR_ARGUMENT: InputError, _ERROR_ARTIFACT: ArtifactError, _ERROR_I
 _DTYPES = [np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)]
 _CODES = {d: code for code, d in enumerate(_DTYPES)}
 _TARGET_CUDA = 1
-_API_VERSION = 1
+_API_VERSION = 2
 
 
 class _MemoryUsage(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int64) for name in ("weights", "arena", "outputs", "inputs", "scratch",
-                                                    "liveness_bound")]
+    _fields_ = [(name, ctypes.c_int64) for name in ("weights", "arena", "outputs", "inputs", "liveness_bound")]
 
 
 def _declare(lib):

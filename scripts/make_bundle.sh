@@ -14,7 +14,7 @@ command -v patchelf >/dev/null || { apt-get install -y -qq patchelf >/dev/null; 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithInfoAndAsserts -DTESSEL_STATIC_LLVM=ON \
   -DCMAKE_CXX_FLAGS_RELWITHINFOANDASSERTS="-O2" >/dev/null
 targets=(tessel tessel-runner tessel_runtime_shared ${BUNDLE_EXTRA:-})  # BUNDLE_EXTRA: more targets
-for t in test_cuda test_measure test_runtime; do  # the GPU tests (bin/test-gpu); CPU tests run where the build is
+for t in test_cuda test_measure test_runtime test_tools; do  # the GPU tests (bin/test-gpu); CPU tests run where the build is
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^$t:" && targets+=("$t")
 done
 cmake --build "$BUILD" --target "${targets[@]}"
@@ -61,10 +61,10 @@ cat > "$OUT/bin/test-gpu" <<'SH'
 cd "$(dirname "$0")" || exit 1
 status=0
 ran=0
-for t in test_cuda test_measure test_runtime; do
+for t in test_cuda test_measure test_runtime test_tools; do
   [ -x "$t" ] || continue
   ran=$((ran + 1))
-  ./"$t" "[gpu]"
+  TESSEL_EXE="$PWD/tessel" ./"$t" "[gpu]"
   rc=$?
   if [ $rc -eq 77 ]; then echo "test-gpu: $t skipped its GPU tests: no usable GPU here" >&2; status=1
   elif [ $rc -ne 0 ]; then echo "test-gpu: $t failed" >&2; status=1; fi

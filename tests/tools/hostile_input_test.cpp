@@ -45,7 +45,7 @@ Args cmd(const std::string& sub, const Args& workload, const Args& extra = {}) {
 // Exit code 2, a single `error:` line on stderr mentioning every needle, nothing on stdout, no crash
 // and no hang.
 void require_refused(const Args& args, const std::vector<std::string>& needles) {
-  Args bounded = {"-s", "KILL", kHangBound, TESSEL_EXE};
+  Args bounded = {"-s", "KILL", kHangBound, tessel_test::tessel_exe()};
   bounded.insert(bounded.end(), args.begin(), args.end());
   RunResult r = tessel_test::run_program("/usr/bin/timeout", bounded);
   INFO("command: " << r.command.substr(0, 300));

@@ -104,7 +104,7 @@ TEST_CASE("a measure session killed while its runner spins in a hung kernel leav
                                        "hang@0", "--run-timeout", "3600"},
                                       kWorkload),
                                output);
-  const std::string runner_exe = std::filesystem::path(TESSEL_EXE).parent_path() / "tessel-runner";
+  const std::string runner_exe = std::filesystem::path(tessel_test::tessel_exe()).parent_path() / "tessel-runner";
   // The runner is in the hung kernel once it has spun for half a second of CPU; an idle runner,
   // waiting for its next candidate, uses none.
   pid_t runner = wait_for_child(session, output, [&](pid_t child) {

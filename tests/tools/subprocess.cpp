@@ -104,14 +104,19 @@ RunResult run_program(const std::string& program, const std::vector<std::string>
   return run_program(program, args, {});
 }
 
-RunResult tessel(const std::vector<std::string>& args) { return run_program(TESSEL_EXE, args); }
+const char* tessel_exe() {
+  const char* set = std::getenv("TESSEL_EXE");
+  return set && *set ? set : TESSEL_EXE;
+}
+
+RunResult tessel(const std::vector<std::string>& args) { return run_program(tessel_exe(), args); }
 
 RunResult tessel(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
-  return run_program(TESSEL_EXE, args, env);
+  return run_program(tessel_exe(), args, env);
 }
 
 pid_t start_tessel(const std::vector<std::string>& args, const std::string& output_path) {
-  std::vector<char*> argv = {const_cast<char*>(TESSEL_EXE)};
+  std::vector<char*> argv = {const_cast<char*>(tessel_exe())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
@@ -120,9 +125,9 @@ pid_t start_tessel(const std::vector<std::string>& args, const std::string& outp
   posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, TESSEL_EXE, &actions, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, tessel_exe(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error(std::string("cannot start " TESSEL_EXE ": ") + std::strerror(rc));
+  if (rc != 0) throw std::runtime_error(std::string("cannot start ") + tessel_exe() + ": " + std::strerror(rc));
   return pid;
 }
 
@@ -142,8 +147,8 @@ std::string executable_of(pid_t pid) {
 }
 
 bool is_builder(pid_t pid) {
-  static const std::string tessel_exe = std::filesystem::canonical(TESSEL_EXE).string();
-  if (executable_of(pid) != tessel_exe) return false;
+  static const std::string exe = std::filesystem::canonical(tessel_exe()).string();
+  if (executable_of(pid) != exe) return false;
   std::error_code ec;
   std::string log = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/2", ec).string();
   const std::string suffix = ".build.log";

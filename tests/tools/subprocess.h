@@ -26,6 +26,10 @@ RunResult run_program(const std::string& program, const std::vector<std::string>
 RunResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::map<std::string, std::string>& env);
 
+// The tessel binary under test: $TESSEL_EXE where set (a bundle on a GPU host runs its own), else
+// the one this build made.
+const char* tessel_exe();
+
 // Runs the tessel binary under test.
 RunResult tessel(const std::vector<std::string>& args);
 RunResult tessel(const std::vector<std::string>& args, const std::map<std::string, std::string>& env);

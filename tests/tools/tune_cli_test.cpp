@@ -86,10 +86,10 @@ pid_t spawn_tessel(const std::vector<std::string>& args, const std::string& log_
     int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    std::vector<char*> argv = {const_cast<char*>(TESSEL_EXE)};
+    std::vector<char*> argv = {const_cast<char*>(tessel_test::tessel_exe())};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(TESSEL_EXE, argv.data());
+    execv(tessel_test::tessel_exe(), argv.data());
     _exit(127);
   }
   return pid;

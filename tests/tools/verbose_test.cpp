@@ -31,14 +31,14 @@ const Args kWorkload = {"--op", "matmul", "--param", "M=8", "--param", "N=8", "-
 // Runs tessel with its standard input, output and error on a new pseudo-terminal and returns all it
 // wrote there (newlines arrive as "\r\n").
 std::string run_on_terminal(const Args& args, int* exit_code) {
-  std::vector<char*> argv = {const_cast<char*>(TESSEL_EXE)};
+  std::vector<char*> argv = {const_cast<char*>(tessel_test::tessel_exe())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   int terminal = -1;
   pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    execv(TESSEL_EXE, argv.data());
+    execv(tessel_test::tessel_exe(), argv.data());
     _exit(127);
   }
   std::string text;

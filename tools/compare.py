@@ -43,6 +43,8 @@ def parse_args():
     p.add_argument("--image", type=int, default=224)
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of samples per system")
     p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
+    p.add_argument("--max-compile-s", type=float, default=0,
+                   help="give up on a torch.compile mode whose first call takes longer (0: wait however long)")
     return p.parse_args()
 
 
@@ -83,6 +85,67 @@ def time_cpu(fn, min_time):
 def max_error(got, want):
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     return float(np.abs(got - want).max()), float(np.abs(want).max())
+
+
+class CompileTimeout(Exception):
+    pass
+
+
+def first_call_within(fn, limit_s, target):
+    """Runs fn once (a compiled model's first call: its compile); False when it takes over limit_s."""
+    import signal
+    import torch
+
+    expired = []
+
+    def expire(signum, frame):
+        expired.append(True)
+        raise CompileTimeout()
+    previous = signal.signal(signal.SIGALRM, expire)
+    if limit_s > 0:
+        signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        fn()
+        if target == "cuda":
+            torch.cuda.synchronize()
+        return True
+    except Exception:
+        if expired:  # torch may wrap the timeout in an error of its own
+            return False
+        raise
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def peak_memory(system, fn, target):
+    """torch's own count of the device memory one more call holds at its peak (weights included)."""
+    if target != "cuda":
+        return
+    import torch
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    system["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+
+
+def memory_lines(systems):
+    """tessel's device memory against weights + 1.2 x the liveness bound, and torch's peaks."""
+    m = systems.get("tessel", {}).get("memory")
+    if not m or not any(s.get("max_memory_allocated") for s in systems.values()):
+        return []
+    mb = 1e-6
+    total = m["weights"] + m["arena"] + m["inputs"] + m["outputs"]
+    limit = m["weights"] + 1.2 * m["liveness_bound"]
+    lines = ["", "| device memory | MB |", "|---|---:|",
+             f"| tessel: weights {m['weights'] * mb:.1f} + arena {m['arena'] * mb:.1f} + inputs and outputs "
+             f"{(m['inputs'] + m['outputs']) * mb:.1f} | {total * mb:.1f} |",
+             f"| weights + 1.2 x liveness bound ({m['liveness_bound'] * mb:.1f}) | {limit * mb:.1f} |"]
+    for name, s in systems.items():
+        if s.get("max_memory_allocated"):
+            lines.append(f"| {name}: torch.cuda.max_memory_allocated | {s['max_memory_allocated'] * mb:.1f} |")
+    return lines
 
 
 def build(args, onnx_path, out_dir):
@@ -140,22 +203,21 @@ def main():
             result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time)
             result["systems"]["tessel"]["memory"] = ctx.memory()
             result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time)
-            if args.target == "cuda":
-                torch.cuda.reset_peak_memory_stats()
-                model(x)
-                result["systems"]["torch_eager"]["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+            peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
             for name, kwargs in (("torch_compile", {}), ("max_autotune", {"mode": "max-autotune"})):
                 if name in skip:
                     continue
                 torch._dynamo.reset()
                 compiled = torch.compile(model, **kwargs)
                 t0 = time.perf_counter()
-                compiled(x)
-                if args.target == "cuda":
-                    torch.cuda.synchronize()
+                if not first_call_within(lambda: compiled(x), args.max_compile_s, args.target):
+                    result["systems"][name] = {"compile_s": time.perf_counter() - t0, "gave_up": True}
+                    torch._dynamo.reset()
+                    continue
                 compile_s = time.perf_counter() - t0
                 result["systems"][name] = timer(lambda: compiled(x), args.min_time)
                 result["systems"][name]["compile_s"] = compile_s
+                peak_memory(result["systems"][name], lambda: compiled(x), args.target)
     try:
         import onnxruntime as ort
         if "onnxruntime" not in skip:
@@ -180,6 +242,9 @@ def write_reports(args, result):
     lines = [f"# {result['model']} on {args.target}", "",
              "| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]
     for name, s in systems.items():
+        if s.get("gave_up"):
+            lines.append(f"| {name} | not timed: its compile was stopped | - | - | - | > {s['compile_s']:.0f} s |")
+            continue
         speed = f"{s['median_s'] / tessel_s:.2f}x" if tessel_s else "-"
         compile_s = f"{s['compile_s']:.1f} s" if "compile_s" in s else "-"
         lines.append(f"| {name} | {s['median_s'] * 1e6:.1f} us | {s['p10_s'] * 1e6:.1f} us | "
@@ -188,6 +253,7 @@ def write_reports(args, result):
         c = result["check"]
         lines += ["", f"tessel vs torch: max |error| {c['max_abs_error']:.3g} (bound {c['bound']:.3g}): "
                       f"{'ok' if c['ok'] else 'MISMATCH'}"]
+    lines += memory_lines(systems)
     tasks = result["build"]["tasks"]
     lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of {len(tasks)} tasks",
               "", "| task | weight | schedule | latency (log) | x weight |", "|---|---:|---|---:|---:|"]
@@ -204,7 +270,7 @@ def write_reports(args, result):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        names = list(systems)
+        names = [n for n in systems if "median_s" in systems[n]]
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4))
         ax.barh(names, [systems[n]["median_s"] * 1e3 for n in names],
                 color=["#d62728" if n == "tessel" else "#1f77b4" for n in names])

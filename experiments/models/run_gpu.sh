@@ -2,18 +2,22 @@
 # Whole models on a GPU host. Per model: exported from torch with random weights
 # (scripts/export_models.py), tuned with `tessel tune --target cuda` for a bounded time, built from
 # its tuning log, checked against torch's output and timed against torch eager, torch.compile and
-# max-autotune in one process (tools/compare.py). Each model's folder under OUT keeps the tuning log,
-# the tune's progress, `tessel tasks`, and compare.md / compare.json / compare.png.
+# max-autotune in one process (tools/compare.py). Each model's folder under OUT keeps the tune's
+# progress, `tessel tasks`, and compare.md / compare.json / compare.png; its tuning log is
+# OUT/MODEL_bBATCH.db, resumed when it is there already, so a long tuning runs in bounded steps.
 #
 # Usage, from the repository root with bundle/ from `make bundle`:
-#   OUT=DIR [TUNE_S=180] [SKIP=max_autotune] bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
+#   OUT=DIR [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
 # MODEL is resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base; images are 224x224, sequences
-# 128 tokens. TUNE_S=0 builds on default schedules without tuning.
+# 128 tokens. TUNE_S=0 tunes nothing (the build takes the log as it is, or default schedules);
+# COMPARE=0 only tunes.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}
 TUNE_S=${TUNE_S:-180}
+COMPARE=${COMPARE:-1}
 SKIP=${SKIP:-}
+MAX_COMPILE_S=${MAX_COMPILE_S:-0}  # give up on a torch.compile mode whose compile takes longer
 export PYTHONPATH=bundle/python${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$OUT"
 [ -x "$T" ] || { [ -f dist/bundle.tar.xz ] && tar -xJf dist/bundle.tar.xz; }
@@ -29,17 +33,22 @@ for spec in "$@"; do
   BATCH=$batch SEQ=128 IMAGE=224 python3 bundle/bin/export_models.py "$dir/export" "$name" || { status=1; continue; }
   onnx="$dir/export/$name/model.onnx"
   "$T" tasks "$onnx" --target cuda > "$dir/tasks.txt" 2>&1
-  db=()
+  log="$OUT/${name}_b$batch.db"
   if [ "$TUNE_S" != 0 ]; then
     start=$SECONDS
-    "$T" tune "$onnx" --target cuda --trials 1000000 --time-budget-s "$TUNE_S" --db "$dir/tune.db" -v \
-      > "$dir/tune.txt" 2>&1 || status=1
+    "$T" tune "$onnx" --target cuda --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" -v \
+      >> "$dir/tune.txt" 2>&1 || status=1
     echo "tuning wall time: $((SECONDS - start)) s" | tee -a "$dir/tune.txt"
     tail -n 40 "$dir/tune.txt"
-    db=(--db "$dir/tune.db")
+    # The log as one file (SQLite's write-ahead log folded in), to be carried to the next run.
+    python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$log"
   fi
-  python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target cuda \
-    "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" || status=1
+  db=()
+  [ -f "$log" ] && db=(--db "$log")
+  if [ "$COMPARE" != 0 ]; then
+    python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target cuda \
+      "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" --max-compile-s "$MAX_COMPILE_S" || status=1
+  fi
   rm -rf "$dir/export" "$dir/$name" "$dir"/*.tsl  # weights and builds: regenerated, not kept
 done
 exit $status

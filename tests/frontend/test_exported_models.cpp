@@ -18,20 +18,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The exported models' folder, removed when the test program ends.
+struct ExportFolder {
+  fs::path path;  // empty when torch could not export
+  ~ExportFolder() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
 // Exports the models into a folder of its own once per test program; empty when torch is missing.
 const fs::path& exported() {
-  static const fs::path dir = [] {
+  static const ExportFolder folder{[] {
     fs::path d = fs::temp_directory_path() / ("tessel-models-" + std::to_string(::getpid()));
     fs::create_directories(d);
     const std::string command = "/usr/bin/python3 " + std::string(TESSEL_SOURCE_DIR) + "/scripts/export_models.py " +
                                 d.string() + " resnet18 mobilenet_v2 bert_tiny > " + (d / "export.log").string() + " 2>&1";
     if (std::system(command.c_str()) != 0) {
-      std::cerr << "export_models.py failed; its log: " << (d / "export.log") << "\n";
+      std::cerr << "export_models.py failed; its log (kept): " << (d / "export.log") << "\n";
       return fs::path();
     }
     return d;
-  }();
-  return dir;
+  }()};
+  return folder.path;
 }
 
 void check_model(const std::string& name) {

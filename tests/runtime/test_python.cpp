@@ -12,6 +12,10 @@
 
 using namespace tessel_test;
 
+#ifndef TESSEL_PYTHON_ENV
+#define TESSEL_PYTHON_ENV ""  // a sanitizer build sets what python3 needs to load a sanitized library
+#endif
+
 namespace {
 
 constexpr int64_t M = TwoKernelModel::M, K = TwoKernelModel::K, N = TwoKernelModel::N;
@@ -67,7 +71,7 @@ TEST_CASE("the Python module runs models with NumPy arrays and raises the runtim
   const std::string source = TESSEL_SOURCE_DIR;
   std::string output;
   const int status =
-      run_command("env PYTHONPATH=" + source + "/tools/python TESSEL_RUNTIME_LIBRARY=" + TESSEL_RUNTIME_LIBRARY +
+      run_command("env " TESSEL_PYTHON_ENV " PYTHONPATH=" + source + "/tools/python TESSEL_RUNTIME_LIBRARY=" + TESSEL_RUNTIME_LIBRARY +
                       " /usr/bin/python3 " + source + "/tests/runtime/python_check.py " + dir.file(""),
                   output);
   INFO(output);

@@ -122,11 +122,7 @@ const char* to_string(PlanBuffer::Kind kind) {
 
 int64_t element_size(DType d) { return d == DType::Float32 ? 4 : d == DType::Int64 ? 8 : 1; }
 
-int64_t buffer_bytes(const BufferParam& p) {
-  int64_t n = element_size(p.dtype);
-  for (int64_t d : p.shape) n *= d;
-  return n;
-}
+int64_t buffer_bytes(const BufferParam& p) { return num_elements(p) * element_size(p.dtype); }
 
 int64_t PlanBuffer::bytes() const {
   int64_t n = 1;

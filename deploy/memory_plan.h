@@ -1,7 +1,8 @@
 // The static memory plan of a model's intermediates, after TVM's graph memory planner: every
 // intermediate lives from the kernel that writes it to the last kernel that reads it, and
-// intermediates whose lives do not overlap share bytes of one arena. Placement is greedy: largest
-// first, each at the lowest 64-byte aligned offset that no overlapping-life intermediate occupies.
+// intermediates whose lives do not overlap share bytes of one arena. Placement is greedy, each value
+// at a 64-byte aligned offset that no value alive at the same time occupies (the lowest such, or the
+// tightest gap), in several orders (largest first, longest life first, ...); the smallest arena wins.
 #pragma once
 
 #include <cstdint>

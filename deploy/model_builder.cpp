@@ -129,15 +129,20 @@ class BufferTable {
   std::map<std::string, int64_t> index_;
 };
 
-// Places the intermediates in one arena: each lives from the kernel that writes it to the last that
-// reads it, and a GPU kernel's scratch buffers (between the launches of one kernel) live for that
-// kernel alone, so they take bytes the graph's values leave free at that step. The liveness bound
-// is the graph's values': the most bytes the model's own intermediates need at once.
-void place_intermediates(ModelArtifact& a, BuildReport& report) {
+// Places the model's values in one arena: an intermediate lives from the kernel that writes it to
+// the last that reads it, and a GPU kernel's scratch buffers (between the launches of one kernel)
+// for that kernel alone, so they take bytes the graph's values leave free at that step. On the GPU
+// the context's copies of the inputs and its outputs are in the arena too: an input lives until its
+// last reader, an output for the whole run, so that no input copied in at the start of a run shares
+// bytes with the outputs of the last (a caller may pass those back as inputs). The liveness bound is
+// over the graph's values as they truly live (an output from its writer on).
+void place_values(ModelArtifact& a, BuildReport& report) {
+  const int64_t end = std::max<int64_t>(0, static_cast<int64_t>(a.kernels.size()) - 1);
   std::vector<int64_t> ids;
-  std::vector<Lifetime> lives;
+  std::vector<Lifetime> lives, true_lives;
   for (size_t b = 0; b < a.buffers.size(); ++b) {
-    if (a.buffers[b].kind != PlanBuffer::Kind::Intermediate) continue;
+    if (!in_arena(a.buffers[b], a.target)) continue;
+    const PlanBuffer::Kind kind = a.buffers[b].kind;
     Lifetime l{a.buffers[b].bytes(), -1, -1};
     for (size_t k = 0; k < a.kernels.size(); ++k)
       for (int64_t arg : a.kernels[k].args)
@@ -145,10 +150,17 @@ void place_intermediates(ModelArtifact& a, BuildReport& report) {
           if (l.first < 0) l.first = static_cast<int64_t>(k);
           l.last = static_cast<int64_t>(k);
         }
+    const bool model_output = std::find(a.outputs.begin(), a.outputs.end(), static_cast<int64_t>(b)) != a.outputs.end();
+    if (kind == PlanBuffer::Kind::Input) l.first = 0;
+    if (l.first < 0) l.first = 0;
+    if (l.last < 0 || model_output) l.last = end;
+    Lifetime placed = l;
+    if (kind == PlanBuffer::Kind::Output) placed.first = 0;
     ids.push_back(static_cast<int64_t>(b));
-    lives.push_back(l);
+    lives.push_back(placed);
+    true_lives.push_back(l);
   }
-  const int64_t graph_bound = live_bound_bytes(lives);
+  const int64_t graph_bound = live_bound_bytes(true_lives);
   for (size_t k = 0; k < a.kernels.size(); ++k)
     for (const BufferParam& s : a.kernels[k].scratch)
       lives.push_back(Lifetime{buffer_bytes(s), static_cast<int64_t>(k), static_cast<int64_t>(k)});
@@ -245,7 +257,7 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
                         : v.constant ? buffers.weight(v)
                                      : throw Error("nothing computes the output '" + out + "'"));
   }
-  place_intermediates(a, report);
+  place_values(a, report);
   for (const PlanBuffer& b : a.buffers)
     if (b.kind == PlanBuffer::Kind::Weight) report.weight_bytes += b.bytes();
   write_model_artifact(out_path, a, blobs);

@@ -1,9 +1,9 @@
 // The GPU executor. Per model: the weights copied to the device once, in one allocation, and each
 // kernel's cubin loaded once (kernels of one task share it) without scratch of its own. Per context:
-// a stream, one device allocation holding the arena (intermediates and the kernels' scratch, placed
-// by the build's memory plan), the outputs and a copy of every input, all made when the context is;
-// with every pointer then fixed, the launches of a
-// whole run are recorded once as a CUDA graph on the context's stream. A run copies the inputs in
+// a stream and one device allocation, the arena, holding the intermediates, the kernels' scratch, a
+// copy of every input and the outputs where the build's memory plan put them, made when the context
+// is; with every pointer then fixed, the launches of a whole run are recorded once as a CUDA graph
+// on the context's stream. A run copies the inputs in
 // (host to device, or device to device for device pointers: the graph's pointers never change),
 // replays the graph (or, where the driver has none, launches the kernels one by one) and waits.
 #include <algorithm>
@@ -129,23 +129,13 @@ class GpuContext final : public ContextExecutor {
  public:
   explicit GpuContext(const GpuModel& m) : m_(m) {
     const ModelArtifact& a = m.artifact();
-    // One allocation: the arena, then outputs and inputs, each at a 256-byte boundary.
-    std::vector<int64_t> offset(a.buffers.size(), -1);
-    int64_t at = aligned(a.arena_bytes);
+    // One allocation, the arena: intermediates, kernels' scratch, the inputs' copies and the
+    // outputs, each where the build's memory plan put it.
     usage_.arena = a.arena_bytes;
-    for (size_t b = 0; b < a.buffers.size(); ++b) {
-      const PlanBuffer& buffer = a.buffers[b];
-      if (buffer.kind == PlanBuffer::Kind::Intermediate) offset[b] = buffer.offset;
-      if (buffer.kind == PlanBuffer::Kind::Output || buffer.kind == PlanBuffer::Kind::Input) {
-        offset[b] = at;
-        at += aligned(buffer.bytes());
-        (buffer.kind == PlanBuffer::Kind::Output ? usage_.outputs : usage_.inputs) += buffer.bytes();
-      }
-    }
-    block_ = std::make_unique<DeviceBlock>(m.runtime(), at);
+    block_ = std::make_unique<DeviceBlock>(m.runtime(), std::max<int64_t>(a.arena_bytes, 256));
     pointer_.assign(a.buffers.size(), 0);
     for (size_t b = 0; b < a.buffers.size(); ++b)
-      pointer_[b] = a.buffers[b].kind == PlanBuffer::Kind::Weight ? m.weight(b) : block_->ptr() + offset[b];
+      pointer_[b] = a.buffers[b].kind == PlanBuffer::Kind::Weight ? m.weight(b) : block_->ptr() + a.buffers[b].offset;
     args_.resize(a.kernels.size());
     scratch_.resize(a.kernels.size());
     for (size_t k = 0; k < a.kernels.size(); ++k) {

@@ -40,13 +40,12 @@ std::string describe(DType dtype, const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-// What the executors rely on beyond what read_model_artifact checks: every intermediate 64-byte
-// aligned in the arena (CPU kernels are compiled assuming 64-byte aligned buffers, GPU launches
-// need 16).
+// What the executors rely on beyond what read_model_artifact checks: every value in the arena
+// 64-byte aligned (CPU kernels are compiled assuming 64-byte aligned buffers, GPU launches need 16).
 void check_plan(const ModelArtifact& a, const std::string& path) {
   for (const PlanBuffer& b : a.buffers)
-    if (b.kind == PlanBuffer::Kind::Intermediate && b.offset % 64 != 0)
-      throw ArtifactError("'" + path + "': intermediate '" + b.name + "' is at arena offset " +
+    if (in_arena(b, a.target) && b.offset % 64 != 0)
+      throw ArtifactError("'" + path + "': " + to_string(b.kind) + " '" + b.name + "' is at arena offset " +
                           std::to_string(b.offset) + ", not a multiple of 64 as the kernels assume");
 }
 

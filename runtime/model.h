@@ -36,9 +36,9 @@ struct ModelTensor {
 struct MemoryUsage {
   MemoryKind memory = MemoryKind::Host;
   int64_t weights = 0;  // once per model, shared by its contexts
-  int64_t arena = 0;    // this context's intermediates (and GPU kernels' scratch), placed by the memory plan
-  int64_t outputs = 0;  // this context's outputs
-  int64_t inputs = 0;   // this context's copies of inputs (GPU; on the CPU only misaligned ones)
+  int64_t arena = 0;    // placed by the memory plan: intermediates (GPU: also scratch, input copies, outputs)
+  int64_t outputs = 0;  // this context's outputs outside the arena (CPU)
+  int64_t inputs = 0;   // this context's copies of inputs outside the arena (CPU: only misaligned ones)
   int64_t context_bytes() const { return arena + outputs + inputs; }
 };
 

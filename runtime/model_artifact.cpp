@@ -14,7 +14,7 @@ namespace tessel {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'L', 'M', 'O', 'D', 'E', 'L'};
-constexpr uint32_t kFormatVersion = 2;  // 2: GPU scratch buffers placed in the arena
+constexpr uint32_t kFormatVersion = 3;  // 2: GPU scratch buffers placed in the arena; 3: and GPU inputs and outputs
 constexpr size_t kHeaderBytes = 28;
 constexpr int64_t kAlign = 64;
 constexpr int64_t kMaxElements = int64_t{1} << 40;
@@ -280,8 +280,7 @@ class ManifestReader {
       }
       p.offset = b.integer("offset", 0, int64_t{1} << 50).value_or(0);
       p.blob = b.integer("blob", -1, static_cast<int64_t>(a.blobs.size()) - 1).value_or(-1);
-      if (p.kind == PlanBuffer::Kind::Intermediate && p.offset + p.bytes() > a.arena_bytes)
-        fail(b.where() + ": lies outside the arena");
+      if (in_arena(p, a.target) && p.offset + p.bytes() > a.arena_bytes) fail(b.where() + ": lies outside the arena");
       if (p.kind == PlanBuffer::Kind::Weight && (p.blob < 0 || a.blobs[p.blob].size != p.bytes()))
         fail(b.where() + ": its data's size does not match its shape");
       out.push_back(std::move(p));

@@ -38,10 +38,17 @@ struct PlanBuffer {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;  // as the model has it ([] for a scalar)
   Kind kind = Kind::Intermediate;
-  int64_t offset = 0;     // Intermediate: byte offset in the arena
+  int64_t offset = 0;     // in the arena (see in_arena): its byte offset there
   int64_t blob = -1;      // Weight: its data's blob
   int64_t bytes() const;  // element count times element size (a scalar: one element)
 };
+
+// Whether a buffer lives in a context's arena: every intermediate, and on the GPU the context's
+// copies of the inputs and its outputs too (on the CPU, inputs are read where the caller has them).
+inline bool in_arena(const PlanBuffer& b, TargetKind target) {
+  return b.kind == PlanBuffer::Kind::Intermediate ||
+         (target == TargetKind::Cuda && (b.kind == PlanBuffer::Kind::Input || b.kind == PlanBuffer::Kind::Output));
+}
 
 struct PlanKernel {
   std::string name;                  // "k7"
@@ -75,8 +82,8 @@ struct ModelArtifact {
   std::vector<int64_t> inputs;       // buffer indices, in the model's input order
   std::vector<int64_t> outputs;      // buffer indices, in the model's output order
   std::vector<PlanKernel> kernels;   // in the order they run
-  int64_t arena_bytes = 0;           // intermediates and GPU scratch, reused by liveness
-  int64_t liveness_bound_bytes = 0;  // the most intermediate bytes alive at once (the arena's lower bound)
+  int64_t arena_bytes = 0;           // the values in_arena() and GPU scratch, reused by liveness
+  int64_t liveness_bound_bytes = 0;  // the most bytes of those values alive at once (scratch aside)
   std::vector<Blob> blobs;
 };
 

@@ -47,10 +47,11 @@ typedef struct TesselContext TesselContext;
 /* What a context holds, in bytes, on the model's target (the GPU's memory for a cuda model). */
 typedef struct {
   int64_t weights; /* once per model, shared by its contexts */
-  int64_t arena;   /* the context's intermediates and GPU kernels' scratch, placed by the build's memory plan */
-  int64_t outputs;
-  int64_t inputs;         /* the context's copies of inputs (GPU; on the CPU, only of misaligned ones) */
-  int64_t liveness_bound; /* the most intermediate bytes alive at once: no arena can be smaller */
+  int64_t arena;   /* placed by the build's memory plan: the context's intermediates; on the GPU also the
+                      kernels' scratch, the copies of the inputs and the outputs */
+  int64_t outputs; /* outside the arena (CPU) */
+  int64_t inputs;  /* copies outside the arena (CPU: only of misaligned inputs) */
+  int64_t liveness_bound; /* the most bytes of the arena's values (scratch aside) alive at once */
 } TesselMemoryUsage;
 
 int tessel_api_version(void);

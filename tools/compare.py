@@ -139,8 +139,9 @@ def memory_lines(systems):
     total = m["weights"] + m["arena"] + m["inputs"] + m["outputs"]
     limit = m["weights"] + 1.2 * m["liveness_bound"]
     lines = ["", "| device memory | MB |", "|---|---:|",
-             f"| tessel: weights {m['weights'] * mb:.1f} + arena {m['arena'] * mb:.1f} + inputs and outputs "
-             f"{(m['inputs'] + m['outputs']) * mb:.1f} | {total * mb:.1f} |",
+             f"| tessel: weights {m['weights'] * mb:.1f} + arena {m['arena'] * mb:.1f}" +
+             (f" + inputs and outputs {(m['inputs'] + m['outputs']) * mb:.1f}" if m["inputs"] + m["outputs"]
+              else " (inputs and outputs inside)") + f" | {total * mb:.1f} |",
              f"| weights + 1.2 x liveness bound ({m['liveness_bound'] * mb:.1f}) | {limit * mb:.1f} |"]
     for name, s in systems.items():
         if s.get("max_memory_allocated"):

@@ -75,7 +75,8 @@ PlanKernel kernel(const std::string& name, int64_t blob, std::vector<int64_t> ar
 }
 
 // The plan of the two-kernel model, without code: buffers x (input), h (intermediate at 0), w
-// (weight, blob 0), y (output); kernels k0 (blob 1) and k1 (blob 2).
+// (weight, blob 0), y (output); kernels k0 (blob 1) and k1 (blob 2). On the GPU x and y follow h in
+// the arena.
 TwoKernelModel two_kernel_plan(TargetKind target) {
   using K = PlanBuffer::Kind;
   constexpr int64_t M = TwoKernelModel::M, KK = TwoKernelModel::K, N = TwoKernelModel::N;
@@ -90,8 +91,16 @@ TwoKernelModel two_kernel_plan(TargetKind target) {
   a.inputs = {0};
   a.outputs = {3};
   a.kernels = {kernel("k0", 1, {0, 1}), kernel("k1", 2, {1, 2, 3})};
-  a.arena_bytes = (a.buffers[1].bytes() + 63) / 64 * 64;
+  auto rounded = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  a.arena_bytes = rounded(a.buffers[1].bytes());
   a.liveness_bound_bytes = a.buffers[1].bytes();
+  if (target == TargetKind::Cuda) {  // the input's copy and the output in the arena too, after h
+    for (int b : {0, 3}) {
+      a.buffers[b].offset = a.arena_bytes;
+      a.arena_bytes += rounded(a.buffers[b].bytes());
+    }
+    a.liveness_bound_bytes = rounded(a.buffers[0].bytes()) + rounded(a.buffers[1].bytes()) + a.buffers[3].bytes();
+  }
   t.w = random_floats(KK * N, 7);
   const auto* w = reinterpret_cast<const uint8_t*>(t.w.data());
   t.model.blobs = {std::vector<uint8_t>(w, w + t.w.size() * sizeof(float))};

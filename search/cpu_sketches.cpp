@@ -1,6 +1,7 @@
 // CPU sketch rules. Each DAG structure gets the loop structure that suits it, with every length,
 // depth and location left to the Decider:
-//  - contraction (matmul, dense, batch_matmul, conv2d): multi-level tiling SSRSRS with consumer
+//  - contraction (matmul, dense, batch_matmul, conv2d; and depthwise convolution, as window tiling
+//    beside the row-reduction sketch): multi-level tiling SSRSRS with consumer
 //    fusion. The output (or the contraction's cache_write local stage's consumer) is tiled twice per
 //    spatial axis (S S), its outer levels fused and run in parallel; the contraction is computed
 //    inside an output tile and tiled again (S R S R S: outer spatial, outer reduction, register
@@ -50,6 +51,7 @@ class SketchSteps {
 
   void contraction() {
     const Operation* c = find_contraction(dag_);
+    if (!c) c = find_window_product(dag_);
     const Operation& out = dag_.ops().back();
     std::string compute = c->name;
     if (c->name == out.name) {
@@ -336,6 +338,9 @@ std::vector<Sketch> cpu_sketches(const ComputeDAG& dag, const CpuTargetSpec& tar
   };
   if (find_contraction(dag))
     return {Sketch{"cpu/multi_level_tiling", with_steps([](SketchSteps& s) { s.contraction(); })}};
+  if (find_window_product(dag))
+    return {Sketch{"cpu/window_tiling", with_steps([](SketchSteps& s) { s.contraction(); })},
+            Sketch{"cpu/row_reduction", with_steps([](SketchSteps& s) { s.row_reduction(); })}};
   if (has_reduction(dag) && !dag.ops().back().axes.empty())
     return {Sketch{"cpu/row_reduction", with_steps([](SketchSteps& s) { s.row_reduction(); })}};
   return {Sketch{"cpu/elementwise", [dag, target](Decider& d, TraceBuilder& b) {

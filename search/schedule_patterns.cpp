@@ -50,6 +50,21 @@ const Operation* find_contraction(const ComputeDAG& dag) {
   return nullptr;
 }
 
+const Operation* find_window_product(const ComputeDAG& dag) {
+  for (const Operation& op : dag.ops()) {
+    if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul || op.axes.empty()) continue;
+    const Expr &a = op.body->args[0], &b = op.body->args[1];
+    if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead || a->args.empty() || b->args.empty()) continue;
+    const std::string& last = op.axes.back().name;
+    bool one_misses = false, last_innermost = false;
+    for (const Axis& axis : op.axes)
+      one_misses |= read_uses_axis(a, axis.name) != read_uses_axis(b, axis.name);
+    for (const Expr* r : {&a, &b}) last_innermost |= uses_var((*r)->args.back(), last);
+    if (one_misses && last_innermost) return &op;
+  }
+  return nullptr;
+}
+
 ContractionAxes contraction_axes(const Operation& c) {
   std::vector<Expr> reads = tensor_reads(c.body);
   ContractionAxes ax;

@@ -33,6 +33,14 @@ std::vector<Expr> tensor_reads(const Expr& e);
 // B[k,j]): the reuse register tiling exploits. X[i,k] * X[i,k] is a row reduction, not one.
 const Operation* find_contraction(const ComputeDAG& dag);
 
+// A sum of products of two tensor reads where only one read misses output axes and the output's
+// last axis indexes some read's innermost dimension: a depthwise (or any per-channel) convolution,
+// out[n,c,y,x] = sum over the window of in[n,c,y*s+ky,x*s+kx] * w[c,ky,kx]. Its reuse is along
+// the output row (the window's reads overlap and the weight is broadcast), so it tiles as a
+// contraction does, vectorized along the row. A row reduction (sum over k of x[i,k] * v[k]) is not
+// one: its output axis does not index the innermost dimension.
+const Operation* find_window_product(const ComputeDAG& dag);
+
 // Tiling axes of a contraction: `v` is the last spatial axis (unit stride in the output); `u` is an
 // axis that only the read not indexed by v uses (A's row in matmul, the filter in conv), -1 if none.
 // Row reductions (the default schedule and the CPU sketch share these steps).

@@ -14,6 +14,7 @@
 #include "schedule/lower/lower.h"
 #include "schedule/ops/op_library.h"
 #include "search/gpu_schedule.h"
+#include "search/schedule_patterns.h"
 #include "search/search_policy.h"
 #include "search/task_scheduler.h"
 
@@ -41,6 +42,20 @@ const std::vector<OpCase>& op_cases() {
         {"KH", "3"},
         {"KW", "3"},
         {"pad", "1"},
+        {"stride", "2"},
+        {"bias", "1"},
+        {"act", "relu"}}},
+      {"conv2d",  // depthwise, dilated, strided: the window-tiling sketch
+       {{"N", "1"},
+        {"C", "6"},
+        {"H", "13"},
+        {"W", "19"},
+        {"F", "6"},
+        {"groups", "6"},
+        {"KH", "3"},
+        {"KW", "3"},
+        {"pad", "2"},
+        {"dilation", "2"},
         {"stride", "2"},
         {"bias", "1"},
         {"act", "relu"}}},
@@ -200,6 +215,26 @@ TEST_CASE("CPU contraction sketch: a packed operand is copied to a local tile an
                               [](const Step& s) { return s.kind == StepKind::CacheRead && s.stage == "B"; });
     CHECK(copied == (k == 256));
   }
+}
+
+TEST_CASE("CPU sketches: a depthwise convolution tiles its window, a row reduction does not", "[search][sketch]") {
+  const OpParams depthwise = {{"N", "1"}, {"C", "6"}, {"H", "13"}, {"W", "19"}, {"F", "6"}, {"groups", "6"},
+                              {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}};
+  ComputeDAG dw = build_op("conv2d", depthwise);
+  CHECK(find_contraction(dw) == nullptr);  // the weight misses n, y, x; the input misses nothing
+  REQUIRE(find_window_product(dw) != nullptr);
+  std::vector<Sketch> sketches = cpu_sketches(dw, host_spec());
+  REQUIRE(sketches.size() == 2);
+  CHECK(sketches[0].name == "cpu/window_tiling");
+  CHECK(sketches[1].name == "cpu/row_reduction");
+  // sum over k of x[i,k] * x[i,k]: both reads index every output axis.
+  ComputeDAG rms = build_op("rmsnorm", {{"rows", "13"}, {"cols", "61"}});
+  CHECK(find_window_product(rms) == nullptr);
+  CHECK(cpu_sketches(rms, host_spec()).at(0).name == "cpu/row_reduction");
+  // A dense convolution stays a contraction.
+  ComputeDAG conv = build_op("conv2d", {{"N", "1"}, {"C", "3"}, {"H", "7"}, {"W", "13"}, {"F", "5"}, {"KH", "3"},
+                                        {"KW", "3"}});
+  CHECK(cpu_sketches(conv, host_spec()).at(0).name == "cpu/multi_level_tiling");
 }
 
 TEST_CASE("search proposals compute what the reference interpreter computes", "[search][property]") {

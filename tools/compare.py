@@ -43,6 +43,8 @@ def parse_args():
     p.add_argument("--image", type=int, default=224)
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of samples per system")
     p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="llvm: threads for torch and onnxruntime (default: every core, which tessel's runtime uses)")
     p.add_argument("--max-compile-s", type=float, default=0,
                    help="give up on a torch.compile mode whose first call takes longer (0: wait however long)")
     return p.parse_args()
@@ -170,6 +172,9 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     device = "cuda" if args.target == "cuda" else "cpu"
     result = {"target": args.target, "systems": {}, "model": args.model or args.onnx}
+    if args.target == "llvm":  # torch's own default can be fewer threads than cores
+        torch.set_num_threads(args.threads or os.cpu_count())
+        result["threads"] = torch.get_num_threads()
 
     model = x = None
     if args.model:
@@ -225,7 +230,10 @@ def main():
             providers = ["CUDAExecutionProvider"] if args.target == "cuda" and "CUDAExecutionProvider" in \
                 ort.get_available_providers() else ["CPUExecutionProvider"]
             if args.target == "llvm" or providers[0] == "CUDAExecutionProvider":
-                session = ort.InferenceSession(onnx_path, providers=providers)
+                options = ort.SessionOptions()
+                if args.target == "llvm":
+                    options.intra_op_num_threads = result["threads"]
+                session = ort.InferenceSession(onnx_path, sess_options=options, providers=providers)
                 feed = {session.get_inputs()[0].name: (x.cpu().numpy() if x is not None else None)}
                 result["systems"]["onnxruntime"] = time_cpu(lambda: session.run(None, feed), args.min_time)
                 result["systems"]["onnxruntime"]["provider"] = providers[0]
@@ -240,8 +248,10 @@ def write_reports(args, result):
         json.dump(result, f, indent=1)
     systems = result["systems"]
     tessel_s = systems.get("tessel", {}).get("median_s")
-    lines = [f"# {result['model']} on {args.target}", "",
-             "| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [f"# {result['model']} on {args.target}", ""]
+    if "threads" in result:
+        lines += [f"torch and onnxruntime on {result['threads']} threads; tessel on every core ({os.cpu_count()}).", ""]
+    lines += ["| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]
     for name, s in systems.items():
         if s.get("gave_up"):
             lines.append(f"| {name} | not timed: its compile was stopped | - | - | - | > {s['compile_s']:.0f} s |")

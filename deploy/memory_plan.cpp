@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 namespace tessel {
 namespace {
@@ -72,21 +73,18 @@ MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes) {
       [&](size_t i) { return Key{size(i) * life(i), size(i)}; },
       [&](size_t i) { return Key{-lifetimes[i].first, size(i)}; },
   };
-  MemoryPlan best;
-  bool have = false;
+  std::optional<MemoryPlan> best;
   for (const auto& key : keys) {
     std::vector<size_t> order(lifetimes.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
     for (bool best_fit : {false, true}) {
       MemoryPlan plan = place(lifetimes, order, best_fit);
-      if (!have || plan.arena_bytes < best.arena_bytes) best = std::move(plan);
-      have = true;
+      if (!best || plan.arena_bytes < best->arena_bytes) best = std::move(plan);
     }
   }
-  best.offsets.resize(lifetimes.size());
-  best.live_bound_bytes = live_bound_bytes(lifetimes);
-  return best;
+  best->live_bound_bytes = live_bound_bytes(lifetimes);
+  return *best;
 }
 
 }  // namespace tessel

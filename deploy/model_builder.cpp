@@ -151,11 +151,10 @@ void place_values(ModelArtifact& a, BuildReport& report) {
           l.last = static_cast<int64_t>(k);
         }
     const bool model_output = std::find(a.outputs.begin(), a.outputs.end(), static_cast<int64_t>(b)) != a.outputs.end();
-    if (kind == PlanBuffer::Kind::Input) l.first = 0;
-    if (l.first < 0) l.first = 0;
+    if (l.first < 0 || kind == PlanBuffer::Kind::Input) l.first = 0;  // an input is copied in first
     if (l.last < 0 || model_output) l.last = end;
     Lifetime placed = l;
-    if (kind == PlanBuffer::Kind::Output) placed.first = 0;
+    if (kind == PlanBuffer::Kind::Output) placed.first = 0;  // held for the whole run
     ids.push_back(static_cast<int64_t>(b));
     lives.push_back(placed);
     true_lives.push_back(l);

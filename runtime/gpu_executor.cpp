@@ -15,7 +15,7 @@
 namespace tessel {
 namespace {
 
-constexpr int64_t kAlign = 256;  // cuMemAlloc's own alignment, kept for every sub-buffer
+constexpr int64_t kAlign = 256;  // cuMemAlloc's own alignment, kept for each weight in the weights' block
 
 int64_t aligned(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -132,7 +132,7 @@ class GpuContext final : public ContextExecutor {
     // One allocation, the arena: intermediates, kernels' scratch, the inputs' copies and the
     // outputs, each where the build's memory plan put it.
     usage_.arena = a.arena_bytes;
-    block_ = std::make_unique<DeviceBlock>(m.runtime(), std::max<int64_t>(a.arena_bytes, 256));
+    block_ = std::make_unique<DeviceBlock>(m.runtime(), std::max(a.arena_bytes, kAlign));
     pointer_.assign(a.buffers.size(), 0);
     for (size_t b = 0; b < a.buffers.size(); ++b)
       pointer_[b] = a.buffers[b].kind == PlanBuffer::Kind::Weight ? m.weight(b) : block_->ptr() + a.buffers[b].offset;

@@ -176,6 +176,25 @@ TEST_CASE("a cuda model where there is no GPU, or another GPU, is refused", "[ru
     CHECK_THAT(error, Contains("cuda model (sm_10") && Contains(why));
 }
 
+TEST_CASE("a cuda model's input or output placed outside the arena, or off its alignment, is refused",
+          "[runtime][bad]") {
+  // On the GPU the inputs' copies and the outputs live in the arena; the file is refused before any
+  // GPU is looked for.
+  Fixture f;
+  TwoKernelModel cuda = f.t;
+  ModelArtifact& a = cuda.model.artifact;
+  a.target = TargetKind::Cuda;
+  a.arch = "sm_90";
+  a.buffers[0].offset = a.arena_bytes;  // x, the input, past the arena's end
+  cuda.model.write(f.path);
+  CHECK_THAT(load_error(f.path), Contains("buffers[0]") && Contains("outside the arena"));
+  a.arena_bytes += 1024;
+  a.buffers[3].offset = a.arena_bytes - 1024 + 8;  // y, the output, inside but misaligned
+  a.buffers[0].offset = 0;
+  cuda.model.write(f.path);
+  CHECK_THAT(load_error(f.path), Contains("output 'y' is at arena offset") && Contains("not a multiple of 64"));
+}
+
 TEST_CASE("inputs of the wrong shape or dtype, or none, are refused and no kernel runs", "[runtime][bad]") {
   Fixture f;
   const LoadedModel model = LoadedModel::load(f.path);

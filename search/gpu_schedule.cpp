@@ -34,6 +34,7 @@ struct Knobs {
   bool short_unroll_window = true;           // short reductions: the window's loops unrolled
   int64_t row_unroll = 1;                    // rows: a thread's values of a row loaded per (unrolled) step
   int64_t row_vector = 1;                    // rows: vector lanes of the elementwise output along the row
+  bool contraction_rows = false;             // contraction: each output a row reduced across threads
 };
 
 // Threads per block (elementwise) or per row (a cross-thread reduction): whole warps, 32 to 1024.
@@ -55,6 +56,40 @@ int64_t floor_pow2(int64_t n) {
   return p;
 }
 
+// A contraction with one reduction axis at least as long as its outputs are many (a matrix-vector
+// product: a classifier at batch 1). Each output is better a row reduced across a warp or more than
+// a tile of a multi-level tiling, whose blocks would be few and serial along the reduction.
+bool few_outputs_long_reduction(const Operation& c, int64_t ratio) {
+  if (c.reduce_axes.size() != 1) return false;
+  int64_t outputs = 1;
+  for (const Axis& a : c.axes) outputs *= a.extent;
+  return outputs <= ratio * c.reduce_axes[0].extent;
+}
+
+// The DAG's one reduction when it yields one value per output element under an elementwise
+// epilogue (a matrix-vector product with its bias, as the model importer writes a one-row Gemm):
+// each output is then a row of its own, not a value of a row the output's last axis runs along.
+const Operation* reduction_per_output(const ComputeDAG& dag) {
+  const Operation& out = dag.ops().back();
+  if (out.reduce != ReduceKind::None) return nullptr;
+  const Operation* found = nullptr;
+  for (const Operation& op : dag.ops()) {
+    if (op.reduce == ReduceKind::None) continue;
+    if (found || op.reduce_axes.size() != 1) return nullptr;
+    found = &op;
+  }
+  auto elements = [](const Operation& op) {
+    int64_t n = 1;
+    for (const Axis& a : op.axes) n *= a.extent;
+    return n;
+  };
+  return found && elements(*found) == elements(out) ? found : nullptr;
+}
+
+// Where the rows sketch is offered beside the multi-level tiling (the search chooses), and where
+// the default takes it.
+constexpr int64_t kRowsSketchRatio = 64, kRowsDefaultRatio = 1;
+
 // The output is the DAG's only reduction, and a short one (a depthwise window): one thread each.
 bool gpu_short_reductions_only(const ComputeDAG& dag) {
   for (const Operation& op : dag.ops())
@@ -73,11 +108,12 @@ class GpuScheduler {
   Trace run() {
     const Operation& out = dag_.ops().back();
     if (const Operation* c = find_contraction(dag_)) {
-      schedule_contraction(*c, out);
+      if (k_.contraction_rows && few_outputs_long_reduction(*c, kRowsSketchRatio)) schedule_rows(out, c);
+      else schedule_contraction(*c, out);
     } else if (has_reduction() && short_reductions_only()) {
       schedule_short_reduction(out);
     } else if (has_reduction()) {
-      schedule_rows(out);
+      schedule_rows(out, reduction_per_output(dag_));
     } else {
       for (const Operation& op : dag_.ops())
         if (!op.is_placeholder && op.name != out.name) apply(compute_inline_step(op.name));
@@ -236,12 +272,17 @@ class GpuScheduler {
   // One row per threadIdx.y, `per_block` rows per block; the threads of a row (threadIdx.x) split
   // it, each reduction a cross-thread one when `warp_combine` (partial values in registers,
   // combined by shuffles), else partial values in shared memory that every thread combines.
-  void schedule_rows(const Operation& out) {
+  // With `per_output` (a reduction with one value per output element: a matrix-vector product, or
+  // a contraction with few outputs), every output element is a row: its reduction is `per_output`,
+  // and an elementwise epilogue (bias, activation) is computed from the combined value.
+  void schedule_rows(const Operation& out, const Operation* per_output = nullptr) {
     std::vector<std::string> staged = k_.stage_rows ? cache_rows_in_shared() : std::vector<std::string>{};
     for (const Operation& op : dag_.ops())
       if (!op.is_placeholder && op.name != out.name && op.reduce == ReduceKind::None)
         apply(compute_inline_step(op.name));
-    int64_t cols = out.reduce != ReduceKind::None ? out.reduce_axes[0].extent : out.shape.back();
+    int64_t cols = out.reduce != ReduceKind::None ? out.reduce_axes[0].extent
+                   : per_output                   ? per_output->reduce_axes[0].extent
+                                                  : out.shape.back();
     // Each thread reduces cols / threads elements. On the H100 one warp per row was best up to
     // 1024 columns (layernorm 16384x1024), 256 threads for rows of 4096 and 8192 (rmsnorm, softmax).
     int64_t threads = k_.row_threads ? k_.row_threads
@@ -254,6 +295,8 @@ class GpuScheduler {
     std::string row;
     if (out.reduce != ReduceKind::None) {
       reduce_across_threads(out.name, threads);
+      row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
+    } else if (per_output) {
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
     } else {
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()) - 1);
@@ -479,6 +522,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.short_unroll_window = pick({0, 1, 1}) != 0;
   k.row_unroll = pick({1, 1, 2, 4, 8});
   k.row_vector = pick({1, 2, 4});
+  k.contraction_rows = pick({0, 1}) != 0;
   if (pick({0, 1}) != 0) k.row_threads = pick(warp_multiples());
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
@@ -487,12 +531,18 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
 }
 
 // The knobs a DAG's pattern uses, each a decision: the elementwise ones (also padding before a
-// convolution), the row ones, or the contraction's tiles, staging and unrolling.
-Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
+// convolution), the row ones, or the contraction's tiles, staging and unrolling. With
+// `contraction_rows`, a contraction's outputs are rows (the row decisions, no staging of rows and
+// no output vector: a row has one output, as with any reduction per output element).
+Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows) {
   Knobs k;
-  const Operation* contraction = find_contraction(dag);
-  bool rows = !contraction && std::any_of(dag.ops().begin(), dag.ops().end(),
-                                          [](const Operation& op) { return op.reduce != ReduceKind::None; });
+  k.contraction_rows = contraction_rows;
+  const Operation* contraction = contraction_rows ? nullptr : find_contraction(dag);
+  // Rows of one output each: no row is read by several passes, and no row has outputs to vectorize.
+  const bool per_output = contraction_rows || (!contraction && reduction_per_output(dag));
+  bool rows = contraction_rows || (!contraction && std::any_of(dag.ops().begin(), dag.ops().end(), [](const Operation& op) {
+                return op.reduce != ReduceKind::None;
+              }));
   bool elementwise = !contraction && !rows;
   for (const Operation& op : dag.ops())
     if (contraction && !op.is_placeholder && op.body->op == ExprOp::Select) elementwise = true;
@@ -511,11 +561,11 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag) {
   }
   if (rows && !short_reduction) {
     k.row_threads = d.choose("rows.threads", warp_multiples(), DecisionKind::ThreadBinding);
-    k.stage_rows = d.choose("rows.stage_in_shared", {0, 1}, DecisionKind::ComputeLocation) != 0;
+    if (!per_output) k.stage_rows = d.choose("rows.stage_in_shared", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.warp_combine = d.choose("rows.combine_by_shuffles", {1, 0}, DecisionKind::Structure) != 0;
     k.rows_per_block = k.warp_combine ? d.choose("rows.per_block", {1, 2, 4, 8}, DecisionKind::ThreadBinding) : 1;
     k.row_unroll = k.warp_combine ? d.choose("rows.unroll", {1, 2, 4, 8}, DecisionKind::Unroll) : 1;
-    k.row_vector = d.choose("rows.output_vector", {1, 2, 4}, DecisionKind::Vector);
+    if (!per_output) k.row_vector = d.choose("rows.output_vector", {1, 2, 4}, DecisionKind::Vector);
   }
   if (contraction) {
     k.block_rows = d.choose("block.rows", {8, 16, 32, 64, 128}, DecisionKind::Tile);
@@ -553,7 +603,10 @@ bool lowers(const ComputeDAG& dag, const Trace& t, const GpuTargetSpec& target) 
 }  // namespace
 
 Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
-  Trace t = GpuScheduler(dag, Knobs{}).run();
+  Knobs knobs;
+  const Operation* c = find_contraction(dag);
+  knobs.contraction_rows = c && few_outputs_long_reduction(*c, kRowsDefaultRatio);
+  Trace t = GpuScheduler(dag, knobs).run();
   if (lowers(dag, t, target)) return t;
   // A shape the fixed tile sizes do not fit (shared memory, say): fall back to smaller tiles.
   Knobs small;
@@ -575,14 +628,21 @@ Trace random_gpu_schedule(const ComputeDAG& dag, uint64_t seed, const GpuTargetS
 std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& /*target: its limits are checked when candidates lower*/) {
   bool reduction = std::any_of(dag.ops().begin(), dag.ops().end(),
                                [](const Operation& op) { return op.reduce != ReduceKind::None; });
-  const char* pattern = find_contraction(dag)                  ? "gpu/multi_level_tiling"
+  const Operation* contraction = find_contraction(dag);
+  const char* pattern = contraction                                ? "gpu/multi_level_tiling"
                         : reduction && gpu_short_reductions_only(dag) ? "gpu/thread_per_output"
-                        : reduction                           ? "gpu/cross_thread_reduction"
-                                                              : "gpu/elementwise";
-  return {Sketch{pattern, [dag](Decider& d, TraceBuilder& b) {
-                   Trace t = GpuScheduler(dag, decide_knobs(d, dag)).run();
-                   for (const Step& s : t.steps) b.apply(s);
-                 }}};
+                        : reduction                                 ? "gpu/cross_thread_reduction"
+                                                                    : "gpu/elementwise";
+  auto sketch = [&dag](const char* name, bool contraction_rows) {
+    return Sketch{name, [dag, contraction_rows](Decider& d, TraceBuilder& b) {
+                    Trace t = GpuScheduler(dag, decide_knobs(d, dag, contraction_rows)).run();
+                    for (const Step& s : t.steps) b.apply(s);
+                  }};
+  };
+  std::vector<Sketch> sketches{sketch(pattern, false)};
+  if (contraction && few_outputs_long_reduction(*contraction, kRowsSketchRatio))
+    sketches.push_back(sketch("gpu/contraction_rows", true));
+  return sketches;
 }
 
 }  // namespace tessel

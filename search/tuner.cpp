@@ -41,6 +41,13 @@ class Tuner {
       for (auto& task : tasks_) task->status.done = true;
     for (size_t i = 0; i < tasks_.size(); ++i)
       if (tasks_[i]->status.done) scheduler.finish(i);
+    // A resumed session goes on where the log left off: a task with trials in the log has had its
+    // first round, at the best the log holds, so the next rounds go by expected gain at once (a
+    // model's slowest task first), not round the task list again from its first task.
+    for (size_t i = 0; i < tasks_.size(); ++i)
+      if (tasks_[i]->status.trials > 0 && !scheduler.finished(i))
+        scheduler.record(i, tasks_[i]->status.trials,
+                         tasks_[i]->status.best_s.value_or(std::numeric_limits<double>::infinity()));
     if (session_.options.shared_budget) measure_defaults(scheduler);
     while (std::optional<size_t> next = scheduler.next()) {
       if (out_of_time()) {

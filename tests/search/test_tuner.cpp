@@ -350,6 +350,29 @@ TEST_CASE("tuner: a model's budget is shared by its tasks, counted over the log"
   CHECK(again.measured >= 8);
 }
 
+TEST_CASE("tuner: a resumed session goes on by expected gain, not from the first task again", "[search][tuner]") {
+  // Found tuning ResNet-50 on an H100 in steps: a resumed step of 60 s spent its rounds on the
+  // model's first three tasks, in list order, and never reached the classifier, a quarter of the
+  // model's time.
+  TempLog scratch;
+  TuningLog log = scratch.open();
+  std::vector<TuneTask> tasks = {matmul_task(61, 13, 7), matmul_task(7, 61, 13)};
+  TuneOptions options = small_options(10, 4);
+  options.shared_budget = true;
+  options.scheduling.plateau_rounds = 0;
+  StandInMachine first;
+  tune(tasks, log, options, first);
+  tasks[1].weight = 1000;  // the same workloads, the second now where the model's time goes
+  options.trials = 18;     // 8 more: two rounds of 4
+  StandInMachine again;
+  std::vector<size_t> rounds;
+  TuneCallbacks callbacks;
+  callbacks.on_round = [&](const std::vector<TaskStatus>&, size_t current) { rounds.push_back(current); };
+  std::vector<TaskStatus> result = tune(tasks, log, options, again, callbacks);
+  CHECK(rounds == std::vector<size_t>{1, 1});
+  CHECK(result[0].trials + result[1].trials == 18);
+}
+
 TEST_CASE("tuner: a task whose best stops improving gets no more trials", "[search][tuner]") {
   TempLog scratch;
   TuningLog log = scratch.open();

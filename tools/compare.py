@@ -206,24 +206,30 @@ def main():
             err, ref = max_error(got, want)
             result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": 1e-3 * ref + 1e-5,
                                "ok": err <= 1e-3 * ref + 1e-5}
+            progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
             result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time)
             result["systems"]["tessel"]["memory"] = ctx.memory()
+            done(args, result, "tessel")
             result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time)
             peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
+            done(args, result, "torch_eager")
             for name, kwargs in (("torch_compile", {}), ("max_autotune", {"mode": "max-autotune"})):
                 if name in skip:
                     continue
                 torch._dynamo.reset()
                 compiled = torch.compile(model, **kwargs)
+                progress(f"{name}: compiling (its first call)")
                 t0 = time.perf_counter()
                 if not first_call_within(lambda: compiled(x), args.max_compile_s, args.target):
                     result["systems"][name] = {"compile_s": time.perf_counter() - t0, "gave_up": True}
                     torch._dynamo.reset()
+                    done(args, result, name)
                     continue
                 compile_s = time.perf_counter() - t0
                 result["systems"][name] = timer(lambda: compiled(x), args.min_time)
                 result["systems"][name]["compile_s"] = compile_s
                 peak_memory(result["systems"][name], lambda: compiled(x), args.target)
+                done(args, result, name)
     try:
         import onnxruntime as ort
         if "onnxruntime" not in skip:
@@ -237,9 +243,27 @@ def main():
                 feed = {session.get_inputs()[0].name: (x.cpu().numpy() if x is not None else None)}
                 result["systems"]["onnxruntime"] = time_cpu(lambda: session.run(None, feed), args.min_time)
                 result["systems"]["onnxruntime"]["provider"] = providers[0]
+                done(args, result, "onnxruntime")
     except ImportError:
         pass
 
+    write_reports(args, result)
+    print_summary(args, result)
+
+
+def progress(line):
+    print("compare: " + line, file=sys.stderr, flush=True)
+
+
+def done(args, result, name):
+    """One system measured: its line on stderr, and the reports so far written (a long compile
+    of the next system, stopped from outside, leaves what was measured)."""
+    s = result["systems"][name]
+    if s.get("gave_up"):
+        progress(f"{name}: compile stopped after {s['compile_s']:.0f} s")
+    else:
+        compile_s = f", compile {s['compile_s']:.1f} s" if "compile_s" in s else ""
+        progress(f"{name}: {s['median_s'] * 1e6:.1f} us{compile_s}")
     write_reports(args, result)
 
 
@@ -298,9 +322,16 @@ def write_reports(args, result):
         bx.set_title("tessel by task (tuned tasks)")
         fig.tight_layout()
         fig.savefig(os.path.join(args.out, "compare.png"), dpi=120)
+        plt.close(fig)
     except ImportError:
         pass
-    print("\n".join(lines[:4 + len(systems)]))
+
+
+def print_summary(args, result):
+    with open(os.path.join(args.out, "compare.md")) as f:
+        lines = f.read().splitlines()
+    table = lines.index("| system | median | p10 | p90 | tessel speed-up | compile |")
+    print("\n".join(lines[:table + 2 + len(result["systems"])]))
 
 
 if __name__ == "__main__":

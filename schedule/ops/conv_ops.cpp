@@ -1,5 +1,6 @@
 // conv2d in NCHW with PyTorch semantics: an optional zero-padding stage, the Sum reduction over
-// (input channel of the group, kernel row, kernel column), and an optional bias / activation stage.
+// (input channel of the group, kernel row, kernel column), and an optional bias / activation stage;
+// or the same with channels in blocks (layout=nchw8c / nchw16c).
 #include <optional>
 
 #include "schedule/ops/op_builders.h"
@@ -11,6 +12,54 @@ namespace {
 
 // a * k, leaving out a multiplication by one so the canonical text stays readable.
 Expr scaled(const Expr& a, int64_t k) { return k == 1 ? a : a * make_int(k); }
+
+struct BlockedConv {
+  int64_t n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block;
+};
+
+int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
+
+// The same convolution with channels in blocks of `block` (oneDNN's nChw16c and OIhw16o, TVM's
+// NCHWc): X[N, C/b, H, W, b], W[F/b, C, KH, KW, b], b[F/b, b] and Y[N, F/b, H', W', b], each
+// channel count rounded up to whole blocks. Y's last axis is a block of output channels, so a
+// register tile vectorizes along it with unit-stride weight loads, one input value broadcast per
+// output column, whatever the stride. Lanes past F compute with whatever the padded weights hold;
+// nothing reads them as channels (a blocked input's lanes past C are never read either).
+ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& act) {
+  const int64_t cb = blocks(s.c, s.block), fb = blocks(s.f, s.block);
+  std::vector<Operation> ops;
+  ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}));
+  ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}));
+  if (bias) ops.push_back(placeholder("b", {fb, s.block}));
+  std::string source = "X";
+  if (s.pad > 0) {
+    Axis pn{"pn", s.n}, pc{"pc", cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad}, pl{"pl", s.block};
+    Expr y = var(ph), x = var(pw), lo = make_int(s.pad);
+    Expr inside = logical_and(logical_and(y >= lo, y < make_int(s.h + s.pad)),
+                              logical_and(x >= lo, x < make_int(s.w + s.pad)));
+    Expr yy = min(max(y - s.pad, make_int(0)), make_int(s.h - 1));
+    Expr xx = min(max(x - s.pad, make_int(0)), make_int(s.w - 1));
+    Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)});
+    ops.push_back(compute("pad", {pn, pc, ph, pw, pl}, make_select(inside, value, f32(0))));
+    source = "pad";
+  }
+  const bool epilogue = bias || act != "none";
+  Axis an{"n", s.n}, afo{"fo", fb}, ay{"oh", s.oh}, ax{"ow", s.ow}, afi{"fi", s.block};
+  Axis rc{"rc", s.c}, rh{"rh", s.kh}, rw{"rw", s.kw};
+  const Expr b = make_int(s.block);
+  Expr iy = scaled(var(ay), s.stride) + scaled(var(rh), s.dilation);
+  Expr ix = scaled(var(ax), s.stride) + scaled(var(rw), s.dilation);
+  Expr term = make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}) * read("W", {afo, rc, rh, rw, afi});
+  const char* conv_name = epilogue ? "conv" : "Y";
+  ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
+  if (epilogue) {
+    Axis n1{"n1", s.n}, fo1{"fo1", fb}, y1{"oh1", s.oh}, x1{"ow1", s.ow}, fi1{"fi1", s.block};
+    Expr v = read("conv", {n1, fo1, y1, x1, fi1});
+    if (bias) v = v + read("b", {fo1, fi1});
+    ops.push_back(compute("Y", {n1, fo1, y1, x1, fi1}, apply_activation(v, act)));
+  }
+  return ComputeDAG(std::move(ops));
+}
 
 }  // namespace
 
@@ -52,6 +101,11 @@ ComputeDAG build_conv2d(const ParamReader& p) {
                      std::to_string(padded_w) + " columns): the output would be empty");
   int64_t oh = (padded_h - kernel_h) / stride + 1, ow = (padded_w - kernel_w) / stride + 1;
   int64_t cg = c / groups, fg = f / groups;
+  const std::string& layout = p.choice("layout");
+  if (layout != "nchw") {
+    if (groups != 1) p.fail("layout", "a blocked layout takes groups=1 (grouped and depthwise convolutions stay NCHW)");
+    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, layout == "nchw8c" ? 8 : 16}, bias, act);
+  }
 
   std::vector<Operation> ops;
   ops.push_back(placeholder("X", {n, c, h, w}));

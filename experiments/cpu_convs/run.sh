@@ -4,9 +4,13 @@
 # schedule, tessel's best from the log -- each at THREADS threads, and the medians over rounds
 # compared. Writes OUT/README.md (the table, the command and the machine); the log stays in WORK.
 #
-#   [OUT=experiments/results/cpu_convs] [WORK=dir] [TRIALS=64] [ROUNDS=3] experiments/cpu_convs/run.sh [SHAPE ...]
+#   [OUT=experiments/results/cpu_convs] [WORK=dir] [TRIALS=64] [ROUNDS=3] [LAYOUT=auto] experiments/cpu_convs/run.sh [SHAPE ...]
 #
-# SHAPE is one of the names below (default: all). Needs build/tools/tessel and Debian's python3-torch.
+# SHAPE is one of the names below (default: all). LAYOUT is tessel's layout of the shapes with
+# groups=1: nchw, nchw8c or nchw16c (channels in blocks; input, weights and output laid out ahead,
+# outside the timing), or auto: blocks of 16 where they divide F, else of 8 where those do, else
+# nchw. Depthwise shapes stay NCHW. Needs build/tools/tessel and Debian's
+# python3-torch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${T:-build/tools/tessel}
@@ -16,6 +20,7 @@ WORK=${WORK:-$(mktemp -d)}
 TRIALS=${TRIALS:-64}
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-$(nproc)}
+LAYOUT=${LAYOUT:-auto}
 DB=$WORK/cpu_convs.db
 # name: N C H W F KH KW stride pad groups (batch 1, the models' own shapes)
 declare -A SHAPES=(
@@ -42,8 +47,16 @@ for name in "${ORDER[@]}"; do
   spec=${SHAPES[$name]:-}
   [ -n "$spec" ] || { echo "error: unknown shape '$name'" >&2; exit 2; }
   read -r n c h w f kh kw s p g <<< "$spec"
+  layout=nchw
+  if [ "$g" = 1 ]; then
+    layout=$LAYOUT
+    if [ "$LAYOUT" = auto ]; then
+      layout=nchw; [ $((f % 8)) = 0 ] && layout=nchw8c; [ $((f % 16)) = 0 ] && layout=nchw16c
+    fi
+  fi
   params=(--param N=$n --param C=$c --param H=$h --param W=$w --param F=$f --param KH=$kh --param KW=$kw
-          --param stride=$s --param pad=$p --param groups=$g --param dilation=1 --param bias=0 --param act=none)
+          --param stride=$s --param pad=$p --param groups=$g --param dilation=1 --param bias=0 --param act=none
+          --param layout=$layout)
   echo "== $name: tuning $TRIALS trials" >&2
   "$T" tune --op conv2d "${params[@]}" --trials "$TRIALS" --db "$DB" --seed 1 >> "$WORK/tune_$name.txt" 2>&1
   : > "$WORK/t_$name"; : > "$WORK/d_$name"; : > "$WORK/b_$name"
@@ -60,9 +73,9 @@ for name in "${ORDER[@]}"; do
   tt=$(median < "$WORK/t_$name"); td=$(median < "$WORK/d_$name"); tb=$(median < "$WORK/b_$name")
   rows+=("$("$PY" -c "
 import sys
-name, spec, flops, t, d, b = sys.argv[1], sys.argv[2], int(sys.argv[3]), *map(float, sys.argv[4:])
-print(f'| {name} | {spec} | {t * 1e3:.3f} | {d * 1e3:.3f} | {b * 1e3:.3f} | {t / b:.2f}x | {flops / b / 1e9:.1f} |')
-" "$name" "$spec" "$flops" "$tt" "$td" "$tb")")
+name, spec, layout, flops, t, d, b = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), *map(float, sys.argv[5:])
+print(f'| {name} | {spec} | {layout} | {t * 1e3:.3f} | {d * 1e3:.3f} | {b * 1e3:.3f} | {t / b:.2f}x | {flops / b / 1e9:.1f} |')
+" "$name" "$spec" "$layout" "$flops" "$tt" "$td" "$tb")")
   echo "${rows[-1]}" >&2
 done
 {
@@ -71,15 +84,18 @@ done
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%Y-%m-%d); tessel $(git rev-parse --short HEAD);"
   echo "torch $("$PY" -c 'import torch; print(torch.__version__)') (Debian's python3-torch). Threads: $THREADS for both."
   echo
-  echo "Command: \`TRIALS=$TRIALS ROUNDS=$ROUNDS experiments/cpu_convs/run.sh ${ORDER[*]}\`"
+  echo "Command: \`TRIALS=$TRIALS ROUNDS=$ROUNDS LAYOUT=$LAYOUT experiments/cpu_convs/run.sh ${ORDER[*]}\`"
   echo
   echo "Each shape tuned for $TRIALS trials (\`tessel tune --op conv2d ... --seed 1\`), then $ROUNDS interleaved"
   echo "rounds of: torch's median call time (the faster of NCHW and channels_last), tessel's default schedule, tessel's best from the log"
   echo "(\`tessel run --op conv2d ... --best\`, median of at least 1 s of calls); the table gives the median"
-  echo "over rounds. Shape: N C H W F KH KW stride pad groups; batch 1, fp32."
+  echo "over rounds. Shape: N C H W F KH KW stride pad groups; batch 1, fp32. tessel's layout: nchw, or"
+  echo "nchw8c / nchw16c (channels in blocks of 8 / 16: input, weights and output laid out so ahead of"
+  echo "the timed calls, as a model's weights are at build time); torch takes NCHW or channels_last."
+  echo "GFLOP/s count the real channels' work (2 N F H' W' C/g KH KW), not the padding lanes of a block."
   echo
-  echo "| shape | N C H W F KH KW s p g | torch ms | tessel default ms | tessel tuned ms | tuned vs torch | tuned GFLOP/s |"
-  echo "|---|---|---:|---:|---:|---:|---:|"
+  echo "| shape | N C H W F KH KW s p g | tessel layout | torch ms | tessel default ms | tessel tuned ms | tuned vs torch | tuned GFLOP/s |"
+  echo "|---|---|---|---:|---:|---:|---:|---:|"
   printf '%s\n' "${rows[@]}"
 } > "$OUT/README.md"
 cat "$OUT/README.md"

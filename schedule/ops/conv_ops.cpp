@@ -15,6 +15,7 @@ Expr scaled(const Expr& a, int64_t k) { return k == 1 ? a : a * make_int(k); }
 
 struct BlockedConv {
   int64_t n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block;
+  bool depthwise;  // groups = C = F: W[C/b, KH, KW, b], each channel its own window
 };
 
 int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
@@ -24,12 +25,15 @@ int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) 
 // channel count rounded up to whole blocks. Y's last axis is a block of output channels, so a
 // register tile vectorizes along it with unit-stride weight loads, one input value broadcast per
 // output column, whatever the stride. Lanes past F compute with whatever the padded weights hold;
-// nothing reads them as channels (a blocked input's lanes past C are never read either).
+// nothing reads them as channels (a blocked input's lanes past C are never read either). A
+// depthwise convolution keeps each channel in its lane: W[C/b, KH, KW, b], and the input read at
+// the output's own block and lane, so a vector of lanes loads contiguously from input and weights.
 ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& act) {
   const int64_t cb = blocks(s.c, s.block), fb = blocks(s.f, s.block);
   std::vector<Operation> ops;
   ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}));
-  ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}));
+  if (s.depthwise) ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}));
+  else ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}));
   if (bias) ops.push_back(placeholder("b", {fb, s.block}));
   std::string source = "X";
   if (s.pad > 0) {
@@ -49,9 +53,14 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
   const Expr b = make_int(s.block);
   Expr iy = scaled(var(ay), s.stride) + scaled(var(rh), s.dilation);
   Expr ix = scaled(var(ax), s.stride) + scaled(var(rw), s.dilation);
-  Expr term = make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}) * read("W", {afo, rc, rh, rw, afi});
   const char* conv_name = epilogue ? "conv" : "Y";
-  ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
+  if (s.depthwise) {
+    Expr term = make_tensor_read(source, {var(an), var(afo), iy, ix, var(afi)}) * read("W", {afo, rh, rw, afi});
+    ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rh, rw}, term));
+  } else {
+    Expr term = make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}) * read("W", {afo, rc, rh, rw, afi});
+    ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
+  }
   if (epilogue) {
     Axis n1{"n1", s.n}, fo1{"fo1", fb}, y1{"oh1", s.oh}, x1{"ow1", s.ow}, fi1{"fi1", s.block};
     Expr v = read("conv", {n1, fo1, y1, x1, fi1});
@@ -103,8 +112,12 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   int64_t cg = c / groups, fg = f / groups;
   const std::string& layout = p.choice("layout");
   if (layout != "nchw") {
-    if (groups != 1) p.fail("layout", "a blocked layout takes groups=1 (grouped and depthwise convolutions stay NCHW)");
-    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, layout == "nchw8c" ? 8 : 16}, bias, act);
+    const bool depthwise = groups == c && groups == f;
+    if (groups != 1 && !depthwise)
+      p.fail("layout", "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F); other "
+                       "grouped convolutions stay NCHW");
+    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, layout == "nchw8c" ? 8 : 16, depthwise},
+                          bias, act);
   }
 
   std::vector<Operation> ops;

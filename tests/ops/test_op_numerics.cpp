@@ -196,24 +196,30 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
   // f % b], b[f / b, f % b]. Lanes past C and F hold garbage (NaN): no real output may read them.
   struct Case {
     int64_t c, f, stride, pad, dilation, block;
+    bool depthwise;  // groups = C = F: W[C/b, KH, KW, b]
   };
-  for (const Case& k : std::vector<Case>{{3, 5, 1, 1, 1, 8}, {11, 13, 2, 2, 2, 8}, {17, 20, 2, 0, 1, 16},
-                                          {16, 16, 1, 1, 1, 16}}) {
-    const int64_t n = 2, h = 9, w = 7, kh = 3, kw = 3, b = k.block;
+  for (const Case& k : std::vector<Case>{{3, 5, 1, 1, 1, 8, false},
+                                         {11, 13, 2, 2, 2, 8, false},
+                                         {17, 20, 2, 0, 1, 16, false},
+                                         {16, 16, 1, 1, 1, 16, false},
+                                         {13, 13, 2, 2, 2, 8, true},
+                                         {16, 16, 1, 1, 1, 16, true}}) {
+    const int64_t n = 2, h = 9, w = 7, kh = 3, kw = 3, b = k.block, cg = k.depthwise ? 1 : k.c;
     OpParams params{{"N", std::to_string(n)},          {"C", std::to_string(k.c)},
                     {"H", std::to_string(h)},          {"W", std::to_string(w)},
                     {"F", std::to_string(k.f)},        {"KH", std::to_string(kh)},
                     {"KW", std::to_string(kw)},        {"stride", std::to_string(k.stride)},
                     {"pad", std::to_string(k.pad)},    {"dilation", std::to_string(k.dilation)},
-                    {"bias", "1"},                     {"act", "relu"}};
-    INFO("C=" << k.c << " F=" << k.f << " stride=" << k.stride << " block=" << b);
+                    {"bias", "1"},                     {"act", "relu"},
+                    {"groups", k.depthwise ? std::to_string(k.c) : "1"}};
+    INFO("C=" << k.c << " F=" << k.f << " stride=" << k.stride << " block=" << b << " depthwise=" << k.depthwise);
     Run plain = run("conv2d", params);
     params["layout"] = b == 8 ? "nchw8c" : "nchw16c";
     ComputeDAG blocked = build_op("conv2d", params);
     const int64_t cb = (k.c + b - 1) / b, fb = (k.f + b - 1) / b;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     HostTensors in{{"X", std::vector<float>(static_cast<size_t>(n * cb * h * w * b), nan)},
-                   {"W", std::vector<float>(static_cast<size_t>(fb * k.c * kh * kw * b), nan)},
+                   {"W", std::vector<float>(static_cast<size_t>(fb * cg * kh * kw * b), nan)},
                    {"b", std::vector<float>(static_cast<size_t>(fb * b), nan)}};
     const std::vector<float>&x = plain.in.at("X"), &wt = plain.in.at("W"), &bias = plain.in.at("b");
     for (int64_t i = 0; i < n; ++i)
@@ -222,9 +228,8 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
           in["X"][static_cast<size_t>((((i * cb + c / b) * h * w) + y) * b + c % b)] =
               x[static_cast<size_t>((i * k.c + c) * h * w + y)];
     for (int64_t f = 0; f < k.f; ++f) {
-      for (int64_t c = 0; c < k.c * kh * kw; ++c)
-        in["W"][static_cast<size_t>(((f / b) * k.c * kh * kw + c) * b + f % b)] =
-            wt[static_cast<size_t>(f * k.c * kh * kw + c)];
+      for (int64_t c = 0; c < cg * kh * kw; ++c)
+        in["W"][static_cast<size_t>(((f / b) * cg * kh * kw + c) * b + f % b)] = wt[static_cast<size_t>(f * cg * kh * kw + c)];
       in["b"][static_cast<size_t>(f)] = bias[static_cast<size_t>(f)];
     }
     const std::vector<double>& want = plain.out.at("Y");
@@ -239,7 +244,7 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
           real.push_back(got[static_cast<size_t>(((i * fb + f / b) * pixels + y) * b + f % b)]);
     require_close(real, want);
   }
-  // Grouped convolutions keep NCHW.
+  // Grouped convolutions other than depthwise keep NCHW.
   CHECK_THROWS_WITH(build_op("conv2d", {{"N", "1"}, {"C", "4"}, {"H", "5"}, {"W", "5"}, {"F", "4"}, {"KH", "3"},
                                         {"KW", "3"}, {"groups", "2"}, {"layout", "nchw8c"}}),
                     Catch::Contains("groups=1"));

@@ -6,10 +6,9 @@
 #
 #   [OUT=experiments/results/cpu_convs] [WORK=dir] [TRIALS=64] [ROUNDS=3] [LAYOUT=auto] experiments/cpu_convs/run.sh [SHAPE ...]
 #
-# SHAPE is one of the names below (default: all). LAYOUT is tessel's layout of the shapes with
-# groups=1: nchw, nchw8c or nchw16c (channels in blocks; input, weights and output laid out ahead,
-# outside the timing), or auto: blocks of 16 where they divide F, else of 8 where those do, else
-# nchw. Depthwise shapes stay NCHW. Needs build/tools/tessel and Debian's
+# SHAPE is one of the names below (default: all). LAYOUT is tessel's layout: nchw, nchw8c or
+# nchw16c (channels in blocks; input, weights and output laid out ahead, outside the timing), or
+# auto: blocks of 16 where they divide F, else nchw. Needs build/tools/tessel and Debian's
 # python3-torch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,11 +47,9 @@ for name in "${ORDER[@]}"; do
   [ -n "$spec" ] || { echo "error: unknown shape '$name'" >&2; exit 2; }
   read -r n c h w f kh kw s p g <<< "$spec"
   layout=nchw
-  if [ "$g" = 1 ]; then
-    layout=$LAYOUT
-    if [ "$LAYOUT" = auto ]; then
-      layout=nchw; [ $((f % 8)) = 0 ] && layout=nchw8c; [ $((f % 16)) = 0 ] && layout=nchw16c
-    fi
+  layout=$LAYOUT
+  if [ "$LAYOUT" = auto ]; then
+    layout=nchw; [ $((f % 16)) = 0 ] && layout=nchw16c
   fi
   params=(--param N=$n --param C=$c --param H=$h --param W=$w --param F=$f --param KH=$kh --param KW=$kw
           --param stride=$s --param pad=$p --param groups=$g --param dilation=1 --param bias=0 --param act=none

@@ -540,9 +540,9 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows) {
   const Operation* contraction = contraction_rows ? nullptr : find_contraction(dag);
   // Rows of one output each: no row is read by several passes, and no row has outputs to vectorize.
   const bool per_output = contraction_rows || (!contraction && reduction_per_output(dag));
-  bool rows = contraction_rows || (!contraction && std::any_of(dag.ops().begin(), dag.ops().end(), [](const Operation& op) {
-                return op.reduce != ReduceKind::None;
-              }));
+  const bool any_reduction = std::any_of(dag.ops().begin(), dag.ops().end(),
+                                         [](const Operation& op) { return op.reduce != ReduceKind::None; });
+  bool rows = contraction_rows || (!contraction && any_reduction);
   bool elementwise = !contraction && !rows;
   for (const Operation& op : dag.ops())
     if (contraction && !op.is_placeholder && op.body->op == ExprOp::Select) elementwise = true;

@@ -32,15 +32,17 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
   const int64_t cb = blocks(s.c, s.block), fb = blocks(s.f, s.block);
   std::vector<Operation> ops;
   ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}));
-  if (s.depthwise) ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}));
-  else ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}));
+  if (s.depthwise)
+    ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}));
+  else
+    ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}));
   if (bias) ops.push_back(placeholder("b", {fb, s.block}));
   std::string source = "X";
   if (s.pad > 0) {
     Axis pn{"pn", s.n}, pc{"pc", cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad}, pl{"pl", s.block};
     Expr y = var(ph), x = var(pw), lo = make_int(s.pad);
-    Expr inside = logical_and(logical_and(y >= lo, y < make_int(s.h + s.pad)),
-                              logical_and(x >= lo, x < make_int(s.w + s.pad)));
+    Expr inside =
+        logical_and(logical_and(y >= lo, y < make_int(s.h + s.pad)), logical_and(x >= lo, x < make_int(s.w + s.pad)));
     Expr yy = min(max(y - s.pad, make_int(0)), make_int(s.h - 1));
     Expr xx = min(max(x - s.pad, make_int(0)), make_int(s.w - 1));
     Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)});
@@ -58,7 +60,8 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
     Expr term = make_tensor_read(source, {var(an), var(afo), iy, ix, var(afi)}) * read("W", {afo, rh, rw, afi});
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rh, rw}, term));
   } else {
-    Expr term = make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}) * read("W", {afo, rc, rh, rw, afi});
+    Expr term =
+        make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}) * read("W", {afo, rc, rh, rw, afi});
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
   }
   if (epilogue) {
@@ -81,9 +84,11 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   const std::string& act = p.choice("act");
 
   if (c % groups != 0)
-    p.fail("groups", "input channels C=" + std::to_string(c) + " are not divisible by groups=" + std::to_string(groups));
+    p.fail("groups",
+           "input channels C=" + std::to_string(c) + " are not divisible by groups=" + std::to_string(groups));
   if (f % groups != 0)
-    p.fail("groups", "output channels F=" + std::to_string(f) + " are not divisible by groups=" + std::to_string(groups));
+    p.fail("groups",
+           "output channels F=" + std::to_string(f) + " are not divisible by groups=" + std::to_string(groups));
   // PyTorch: out = (in + 2 pad - dilation (k - 1) - 1) / stride + 1, empty when the numerator < 0.
   // Every size is computed checked: a pad or dilation near 2^63 is an error, never a wrapped size.
   auto checked = [&](const char* param, std::optional<int64_t> value, const std::string& what) {
@@ -114,10 +119,11 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   if (layout != "nchw") {
     const bool depthwise = groups == c && groups == f;
     if (groups != 1 && !depthwise)
-      p.fail("layout", "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F); other "
-                       "grouped convolutions stay NCHW");
-    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, layout == "nchw8c" ? 8 : 16, depthwise},
-                          bias, act);
+      p.fail("layout",
+             "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F); other "
+             "grouped convolutions stay NCHW");
+    return blocked_conv2d(
+        {n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, layout == "nchw8c" ? 8 : 16, depthwise}, bias, act);
   }
 
   std::vector<Operation> ops;

@@ -211,7 +211,10 @@ TEST_CASE("a matrix-vector product: each output a row reduced across threads, it
   REQUIRE(sketches.size() == 2);
   CHECK(sketches[0].name == "gpu/multi_level_tiling");
   CHECK(sketches[1].name == "gpu/contraction_rows");
-  Decider d(1, {{"rows.threads", {64}}, {"rows.combine_by_shuffles", {1}}, {"rows.per_block", {2}}, {"rows.unroll", {2}}});
+  Decider d(1, {{"rows.threads", {64}},
+                {"rows.combine_by_shuffles", {1}},
+                {"rows.per_block", {2}},
+                {"rows.unroll", {2}}});
   SketchResult r = apply_sketch(sketches[1], dag, d);
   REQUIRE(r.trace.decisions.size() == 4);
   LowerOptions gpu;
@@ -249,7 +252,8 @@ TEST_CASE("a one-row Gemm as the model importer writes it: one output per row of
   ops.push_back(placeholder("x", {1, k}));
   ops.push_back(placeholder("W", {n, k}));
   ops.push_back(placeholder("b", {n}));
-  ops.push_back(reduce("dots", {o}, ReduceKind::Sum, {r}, make_tensor_read("x", {make_int(0), var(r)}) * read("W", {o, r})));
+  Expr product = make_tensor_read("x", {make_int(0), var(r)}) * read("W", {o, r});
+  ops.push_back(reduce("dots", {o}, ReduceKind::Sum, {r}, product));
   ops.push_back(compute("Y", {i0, i1}, read("dots", {i1}) + read("b", {i1})));
   ComputeDAG dag(std::move(ops));
   std::vector<Sketch> sketches = gpu_sketches(dag, GpuTargetSpec{});

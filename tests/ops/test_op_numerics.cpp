@@ -229,7 +229,8 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
               x[static_cast<size_t>((i * k.c + c) * h * w + y)];
     for (int64_t f = 0; f < k.f; ++f) {
       for (int64_t c = 0; c < cg * kh * kw; ++c)
-        in["W"][static_cast<size_t>(((f / b) * cg * kh * kw + c) * b + f % b)] = wt[static_cast<size_t>(f * cg * kh * kw + c)];
+        in["W"][static_cast<size_t>(((f / b) * cg * kh * kw + c) * b + f % b)] =
+            wt[static_cast<size_t>(f * cg * kh * kw + c)];
       in["b"][static_cast<size_t>(f)] = bias[static_cast<size_t>(f)];
     }
     const std::vector<double>& want = plain.out.at("Y");

@@ -136,11 +136,29 @@ class DefaultScheduler {
   // An output that is itself a reduction: its output axes fused into one parallel loop (a batch of 1
   // leaves the first axis with nothing to share out). A long single reduction (a row sum) is
   // vectorized along the row through rfactor; a short window (a pool, a depthwise filter) runs inside
-  // a vector of adjacent outputs instead: [outputs / lanes (parallel), window..., lanes (vectorized)].
+  // a vector of adjacent outputs instead. Where the output's rows are a vector long or more, the
+  // vector is a row's adjacent outputs, [other axes (parallel), row / lanes, window..., lanes], whose
+  // reads advance by the window's stride; else [outputs / lanes (parallel), window..., lanes], each
+  // lane's read found by division (a max pooling of ResNet-50 ran 3.7 ms so on two cores).
   void schedule_reduction_output(const Operation& out) {
     const bool long_row = out.reduce_axes.size() == 1 && out.reduce_axes[0].extent >= 2 * lanes_;
     std::vector<std::string> spatial;
     for (const Axis& a : out.axes) spatial.push_back(a.name);
+    if (!long_row && spatial.size() > 1 && extent_of(out.name, spatial.back()) >= lanes_ &&
+        apply(split_step(out.name, spatial.back(), {lanes_}))) {
+      const std::string row = spatial.back();
+      std::vector<std::string> order(spatial.begin(), spatial.end() - 1);
+      order.push_back(row + ".0");
+      for (const Axis& r : out.reduce_axes) order.push_back(r.name);
+      order.push_back(row + ".1");
+      apply(reorder_step(out.name, order));
+      apply(annotate_step(out.name, row + ".1", Annotation::Vectorize));
+      std::vector<std::string> outer(spatial.begin(), spatial.end() - 1);
+      std::string par = outer[0];
+      if (outer.size() > 1 && apply(fuse_step(out.name, outer))) par = state().stage(out.name).leaf_names()[0];
+      apply(annotate_step(out.name, par, Annotation::Parallel));
+      return;
+    }
     std::string fused = spatial[0];
     if (spatial.size() > 1 && apply(fuse_step(out.name, spatial))) fused = state().stage(out.name).leaf_names()[0];
     if (long_row) {

@@ -75,6 +75,20 @@ class DefaultScheduler {
     return s.vars[s.find_var(loop)].extent;
   }
 
+  // Padding of an image: rows in parallel, each row's values a vector at a time. Fused with the
+  // rows, each lane would find its row and column by division to test the border.
+  void schedule_padding(const std::string& name) {
+    std::vector<std::string> loops = state().stage(name).leaf_names();
+    const std::string col = loops.back();
+    if (loops.size() < 2 || extent_of(name, col) < lanes_ || !apply(split_step(name, col, {lanes_})))
+      return schedule_elementwise(name);
+    apply(annotate_step(name, col + ".1", Annotation::Vectorize));
+    std::vector<std::string> rows(loops.begin(), loops.end() - 1);
+    std::string par = rows[0];
+    if (rows.size() > 1 && apply(fuse_step(name, rows))) par = state().stage(name).leaf_names()[0];
+    apply(annotate_step(name, par, Annotation::Parallel));
+  }
+
   void schedule_elementwise(const std::string& name) {
     std::vector<std::string> loops = state().stage(name).leaf_names();
     std::string flat = loops[0];
@@ -93,7 +107,7 @@ class DefaultScheduler {
       if (op.is_placeholder || op.name == out.name || op.reduce != ReduceKind::None) continue;
       if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1) continue;
       if (is_padding(op)) {  // computed once up front: inlined, its bounds test would run per window element
-        schedule_elementwise(op.name);
+        schedule_padding(op.name);
         continue;
       }
       apply(compute_inline_step(op.name));
@@ -256,7 +270,7 @@ class DefaultScheduler {
       if (op.is_placeholder || op.name == out || op.name == contraction || op.reduce != ReduceKind::None) continue;
       // Padding is computed once up front: inlined, its bounds test would run in the inner loop.
       if (op.body->op == ExprOp::Select) {
-        schedule_elementwise(op.name);
+        schedule_padding(op.name);
         continue;
       }
       apply(compute_inline_step(op.name));

@@ -83,7 +83,11 @@ class DefaultScheduler {
     if (loops.size() < 2 || extent_of(name, col) < lanes_ || !apply(split_step(name, col, {lanes_})))
       return schedule_elementwise(name);
     apply(annotate_step(name, col + ".1", Annotation::Vectorize));
-    std::vector<std::string> rows(loops.begin(), loops.end() - 1);
+    parallel_rows(name, {loops.begin(), loops.end() - 1});
+  }
+
+  // The leading loops `rows` (outermost first) fused into one parallel loop.
+  void parallel_rows(const std::string& name, const std::vector<std::string>& rows) {
     std::string par = rows[0];
     if (rows.size() > 1 && apply(fuse_step(name, rows))) par = state().stage(name).leaf_names()[0];
     apply(annotate_step(name, par, Annotation::Parallel));
@@ -167,10 +171,7 @@ class DefaultScheduler {
       order.push_back(row + ".1");
       apply(reorder_step(out.name, order));
       apply(annotate_step(out.name, row + ".1", Annotation::Vectorize));
-      std::vector<std::string> outer(spatial.begin(), spatial.end() - 1);
-      std::string par = outer[0];
-      if (outer.size() > 1 && apply(fuse_step(out.name, outer))) par = state().stage(out.name).leaf_names()[0];
-      apply(annotate_step(out.name, par, Annotation::Parallel));
+      parallel_rows(out.name, {spatial.begin(), spatial.end() - 1});
       return;
     }
     std::string fused = spatial[0];

@@ -60,10 +60,7 @@ int64_t floor_pow2(int64_t n) {
 // product: a classifier at batch 1). Each output is better a row reduced across a warp or more than
 // a tile of a multi-level tiling, whose blocks would be few and serial along the reduction.
 bool few_outputs_long_reduction(const Operation& c, int64_t ratio) {
-  if (c.reduce_axes.size() != 1) return false;
-  int64_t outputs = 1;
-  for (const Axis& a : c.axes) outputs *= a.extent;
-  return outputs <= ratio * c.reduce_axes[0].extent;
+  return c.reduce_axes.size() == 1 && c.num_elements() <= ratio * c.reduce_axes[0].extent;
 }
 
 // The DAG's one reduction when it yields one value per output element under an elementwise
@@ -78,12 +75,7 @@ const Operation* reduction_per_output(const ComputeDAG& dag) {
     if (found || op.reduce_axes.size() != 1) return nullptr;
     found = &op;
   }
-  auto elements = [](const Operation& op) {
-    int64_t n = 1;
-    for (const Axis& a : op.axes) n *= a.extent;
-    return n;
-  };
-  return found && elements(*found) == elements(out) ? found : nullptr;
+  return found && found->num_elements() == out.num_elements() ? found : nullptr;
 }
 
 // Where the rows sketch is offered beside the multi-level tiling (the search chooses), and where
@@ -293,10 +285,8 @@ class GpuScheduler {
     int64_t per_block = !k_.warp_combine ? 1 : k_.rows_per_block ? k_.rows_per_block : threads <= 32 ? 4 : 1;
     while (per_block > 1 && per_block * threads > 1024) per_block /= 2;
     std::string row;
-    if (out.reduce != ReduceKind::None) {
-      reduce_across_threads(out.name, threads);
-      row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
-    } else if (per_output) {
+    if (out.reduce != ReduceKind::None || per_output) {  // every output element a row
+      if (out.reduce != ReduceKind::None) reduce_across_threads(out.name, threads);
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()));
     } else {
       row = fuse_rows(out.name, static_cast<int>(out.axes.size()) - 1);

@@ -77,13 +77,14 @@ class Tuner {
     if (measured && session_.callbacks.on_round) session_.callbacks.on_round(statuses(), index);
   }
 
-  // A model's tasks not yet measured get their default schedule measured first, a trial each, so
+  // A model's tasks whose default schedule the log lacks get it measured first, a trial each, so
   // that the scheduler knows where the model's time goes before any search: a default far slower
   // than its estimate (a GPU gemv on a generic schedule) gets the first search rounds, not the last
-  // ones a time budget may never reach.
+  // ones a time budget may never reach. A resumed task counts too: its default may be newer than
+  // the log's trials and faster than all of them, and a build only picks what the log holds.
   void measure_defaults(TaskScheduler& scheduler) {
     for (size_t i = 0; i < tasks_.size(); ++i) {
-      if (tasks_[i]->status.done || tasks_[i]->status.trials > 0 || scheduler.finished(i)) continue;
+      if (tasks_[i]->status.done || tasks_[i]->status.default_measured || scheduler.finished(i)) continue;
       if (out_of_time() || trials_left_shared() <= 0) return;
       round(scheduler, i, 1, RoundKind::DefaultOnly);
     }

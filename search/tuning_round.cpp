@@ -152,7 +152,7 @@ bool run_round(TuningTask& task, const SessionContext& session, size_t index, in
 }
 
 bool run_default_round(TuningTask& task, const SessionContext& session, size_t index) {
-  if (task.status.trials > 0 || task.status.default_measured) return false;
+  if (task.status.default_measured) return false;
   return round_of(task, session, index, 1, true);
 }
 

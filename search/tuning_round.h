@@ -16,7 +16,7 @@ namespace tessel {
 // done). `index`: the task's place in the session, for the build-progress callback.
 bool run_round(TuningTask& task, const SessionContext& session, size_t index, int64_t trials_left);
 
-// A round of one trial, the task's default schedule, for a task with no trials yet: recorded and
+// A round of one trial, the task's default schedule, for a task whose default the log lacks: recorded and
 // learned from like any trial, but it neither ends the task nor re-times leaders (the default is
 // re-timed with the task's leaders in its later rounds). False when the default was not owed.
 bool run_default_round(TuningTask& task, const SessionContext& session, size_t index);

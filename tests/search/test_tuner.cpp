@@ -373,6 +373,35 @@ TEST_CASE("tuner: a resumed session goes on by expected gain, not from the first
   CHECK(result[0].trials + result[1].trials == 18);
 }
 
+TEST_CASE("tuner: a resumed task whose default schedule the log lacks measures it first", "[search][tuner]") {
+  // Found resuming MobileNetV2 on an H100: the log held 64 trials of the classifier, all older than
+  // its current default and the best 622 us; the default (8 us) was never measured, the resumed
+  // rounds going to other tasks, and the build took the 622 us record.
+  TempLog scratch;
+  TuningLog log = scratch.open();
+  const std::vector<TuneTask> tasks = {matmul_task(61, 13, 7), matmul_task(7, 61, 13)};
+  TuneOptions options = small_options(10, 4);
+  options.shared_budget = true;
+  options.scheduling.plateau_rounds = 0;
+  StandInMachine first;
+  const std::vector<TaskStatus> before = tune(tasks, log, options, first);
+  options.cpu = CpuTargetSpec{16, 2};  // another default schedule for the same workloads
+  const std::string fresh = trace_steps_key(default_schedule(tasks[0].dag, options.cpu));
+  REQUIRE(fresh != trace_steps_key(default_schedule(tasks[0].dag, small_options(1, 1).cpu)));
+  options.trials = 16;
+  StandInMachine again;
+  tune(tasks, log, options, again);
+  REQUIRE(again.batches.size() >= 2);
+  CHECK(again.batches[0] == 1);  // each default alone, before any search round
+  CHECK(again.batches[1] == 1);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::vector<MeasureRecord> trials = trials_of(log.records(tasks[i].dag.workload_key(), again.target()));
+    const size_t logged = static_cast<size_t>(before[i].trials);
+    REQUIRE(trials.size() > logged);
+    CHECK(steps_of(trials[logged]) == trace_steps_key(default_schedule(tasks[i].dag, options.cpu)));
+  }
+}
+
 TEST_CASE("tuner: a task whose best stops improving gets no more trials", "[search][tuner]") {
   TempLog scratch;
   TuningLog log = scratch.open();

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "frontend/channel_blocks.h"
 #include "frontend/op_library.h"
 #include "frontend/simplify.h"
 #include "schedule/te/error.h"
@@ -11,7 +12,7 @@ namespace tessel {
 std::vector<std::string> unsupported_nodes(const Graph& graph) {
   std::vector<std::string> out;
   for (const Node& node : graph.nodes)
-    if (!find_op(node.op_type)) out.push_back(node.where());
+    if (!find_model_op(node.op_type)) out.push_back(node.where());
   return out;
 }
 
@@ -24,7 +25,7 @@ Model load_model(const std::string& path, const ImportOptions& options, TargetKi
   if (!unsupported.empty()) {
     std::set<std::string> types;
     for (const Node& node : m.graph.nodes)
-      if (!find_op(node.op_type)) types.insert(node.op_type);
+      if (!find_model_op(node.op_type)) types.insert(node.op_type);
     std::string list, nodes;
     for (const std::string& t : types) list += (list.empty() ? "" : ", ") + t;
     for (size_t i = 0; i < unsupported.size() && i < 5; ++i) nodes += (nodes.empty() ? "" : "; ") + unsupported[i];
@@ -32,6 +33,7 @@ Model load_model(const std::string& path, const ImportOptions& options, TargetKi
                      " with operators tessel does not support at opset " + std::to_string(m.graph.opset) + " (" + list +
                      "): " + nodes + (unsupported.size() > 5 ? "; ..." : ""));
   }
+  if (target == TargetKind::Llvm && options.cpu_channel_blocks) block_channels(m.graph);
   m.partition = partition(m.graph);
   m.tasks = extract_tasks(m.partition, default_roofline(target));
   return m;

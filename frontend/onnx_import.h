@@ -20,6 +20,9 @@ struct ImportOptions {
   // sequence length). Every dimension of an input must end up static: one the model leaves
   // symbolic needs a shape here, and a shape given must match the dimensions the model fixes.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // For the CPU (llvm): convolutions and pools in channel blocks (frontend/channel_blocks.h). Off,
+  // every tensor stays in the model's NCHW. A log tuned one way has no records for the other's tasks.
+  bool cpu_channel_blocks = true;
 };
 
 // Parses "NAME=8x128" (the name is what precedes the last '='; each extent a positive integer).

@@ -15,6 +15,7 @@ const std::vector<OpSpec>& table() {
     onnx_ops::add_tensor_ops(t);
     onnx_ops::add_nn_ops(t);
     onnx_ops::add_reduce_ops(t);
+    onnx_ops::add_channel_block_ops(t);
     std::sort(t.begin(), t.end(), [](const OpSpec& a, const OpSpec& b) { return std::string(a.op_type) < b.op_type; });
     return t;
   }();
@@ -63,9 +64,15 @@ const OpSpec* find_op(const std::string& op_type) {
   return it != t.end() && it->op_type == op_type ? &*it : nullptr;
 }
 
+const OpSpec* find_model_op(const std::string& op_type) {
+  const OpSpec* spec = find_op(op_type);
+  return spec && !spec->internal ? spec : nullptr;
+}
+
 std::vector<std::string> supported_op_types() {
   std::vector<std::string> names;
-  for (const OpSpec& s : table()) names.push_back(s.op_type);
+  for (const OpSpec& s : table())
+    if (!s.internal) names.push_back(s.op_type);
   return names;
 }
 

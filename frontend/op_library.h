@@ -44,10 +44,24 @@ struct OpSpec {
   // One LazyTensor per node output, from one per node input (a left-out optional input is a
   // default-constructed LazyTensor).
   std::vector<LazyTensor> (*build)(const OpContext& ctx, const std::vector<LazyTensor>& inputs);
+  // How a task's name shows the op: nullptr for its op_type, "" to leave it out (a layout change).
+  const char* label = nullptr;
+  // Made by tessel's own passes, never read from a model: an imported node of this type is refused.
+  bool internal = false;
 };
+
+// The internal ops of the CPU channel-block layout (frontend/channel_blocks.h): a 2-D Conv, MaxPool
+// and AveragePool over [N, C/b, H, W, b] tensors, and the conversions from and to NCHW.
+inline constexpr const char* kConvBlocked = "ConvNCHWc";
+inline constexpr const char* kMaxPoolBlocked = "MaxPoolNCHWc";
+inline constexpr const char* kAveragePoolBlocked = "AveragePoolNCHWc";
+inline constexpr const char* kToBlocks = "ToNCHWc";
+inline constexpr const char* kFromBlocks = "FromNCHWc";
 
 // The op's definition; nullptr when tessel does not support the op type.
 const OpSpec* find_op(const std::string& op_type);
+// The op's definition when a model may hold it (not internal); nullptr otherwise.
+const OpSpec* find_model_op(const std::string& op_type);
 // Every supported op type, sorted.
 std::vector<std::string> supported_op_types();
 

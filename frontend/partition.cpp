@@ -49,10 +49,16 @@ LazyTensor input_of(const Graph& graph, const std::string& name, const std::map<
   });
 }
 
+// "Conv+Add+Relu": the ops' labels (an internal op's may differ from its type, or be empty); a
+// subgraph of layout conversions alone is "Layout".
 std::string summary_of(const Graph& graph, const std::vector<size_t>& nodes) {
   std::string s;
-  for (size_t i : nodes) s += (s.empty() ? "" : "+") + graph.nodes[i].op_type;
-  return s;
+  for (size_t i : nodes) {
+    const OpSpec* spec = find_op(graph.nodes[i].op_type);
+    const std::string label = spec && spec->label ? spec->label : graph.nodes[i].op_type;
+    if (!label.empty()) s += (s.empty() ? "" : "+") + label;
+  }
+  return s.empty() ? "Layout" : s;
 }
 
 Subgraph build_subgraph(const Graph& graph, const std::vector<size_t>& nodes, const std::string& output) {

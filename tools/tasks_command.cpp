@@ -37,8 +37,11 @@ nlohmann::json task_json(const ModelTask& t, double share) {
 
 }  // namespace
 
-ImportOptions import_options(const std::vector<std::string>& input_shapes) {
+ImportOptions import_options(const std::vector<std::string>& input_shapes, const std::string& cpu_layout) {
   ImportOptions o;
+  if (cpu_layout != "blocked" && cpu_layout != "nchw")
+    throw InputError("--cpu-layout is '" + cpu_layout + "'; it is blocked or nchw");
+  o.cpu_channel_blocks = cpu_layout == "blocked";
   for (const std::string& spec : input_shapes) {
     auto [name, shape] = parse_input_shape(spec);
     if (!o.input_shapes.emplace(name, shape).second) throw InputError("--input-shape " + name + " is given twice");
@@ -47,7 +50,7 @@ ImportOptions import_options(const std::vector<std::string>& input_shapes) {
 }
 
 int cmd_tasks(const TasksArgs& args) {
-  const Model model = load_model(args.model, import_options(args.input_shapes), args.target);
+  const Model model = load_model(args.model, import_options(args.input_shapes, args.cpu_layout), args.target);
   double total = 0;
   for (const ModelTask& t : model.tasks) total += t.weight * t.estimate_s;
   auto share = [&](const ModelTask& t) { return total > 0 ? t.weight * t.estimate_s / total : 0.0; };

@@ -12,6 +12,7 @@ void add_elementwise_ops(std::vector<OpSpec>& table);  // elementwise.cpp: unary
 void add_tensor_ops(std::vector<OpSpec>& table);       // tensor.cpp: Reshape, Transpose, Slice, Concat, Gather ...
 void add_nn_ops(std::vector<OpSpec>& table);           // nn.cpp: Conv, Gemm, MatMul, pooling
 void add_reduce_ops(std::vector<OpSpec>& table);       // reduce.cpp: Reduce*, Softmax, LayerNormalization
+void add_channel_block_ops(std::vector<OpSpec>& table);  // channel_blocks.cpp: ConvNCHWc, ToNCHWc, FromNCHWc
 
 // Numpy-style broadcasting of `shapes` (InputError naming the node when they do not broadcast).
 std::vector<int64_t> broadcast_shape(const OpContext& ctx, const std::vector<std::vector<int64_t>>& shapes);

@@ -16,37 +16,44 @@ namespace {
 using Inputs = std::vector<LazyTensor>;
 using Outputs = std::vector<LazyTensor>;
 
-const LazyTensor& pool_input(const OpContext& ctx, const Inputs& in) {
+// The input: [N, C, spatial...], or with `lanes` (the pools tessel's CPU layout makes, see
+// frontend/channel_blocks.h) [N, C/b, spatial..., b], whose last axis passes through unchanged.
+const LazyTensor& pool_input(const OpContext& ctx, const Inputs& in, bool lanes) {
   const LazyTensor& x = input_of_type(ctx, in, 0, DType::Float32);
-  if (x.rank() < 3) ctx.fail("input 0 must be [N, C, spatial...] (rank >= 3), not rank " + std::to_string(x.rank()));
+  if (x.rank() < (lanes ? 4 : 3))
+    ctx.fail("input 0 must be [N, C, spatial...] (rank >= 3), not rank " + std::to_string(x.rank()));
   return x;
 }
 
-std::vector<int64_t> spatial_of(const LazyTensor& x) { return {x.shape().begin() + 2, x.shape().end()}; }
+std::vector<int64_t> spatial_of(const LazyTensor& x, bool lanes) {
+  return {x.shape().begin() + 2, x.shape().end() - (lanes ? 1 : 0)};
+}
 
-std::vector<int64_t> pooled_shape(const LazyTensor& x, const std::vector<int64_t>& spatial) {
+std::vector<int64_t> pooled_shape(const LazyTensor& x, const std::vector<int64_t>& spatial, bool lanes) {
   std::vector<int64_t> shape = {x.shape()[0], x.shape()[1]};
   shape.insert(shape.end(), spatial.begin(), spatial.end());
+  if (lanes) shape.push_back(x.shape().back());
   return shape;
 }
 
-// pool[n, c, o...] = kind over r... of padded[n, c, o * stride + r * dilation].
+// pool[n, c, o...] = kind over r... of padded[n, c, o * stride + r * dilation] (and the lane).
 LazyTensor window_reduce(const OpContext& ctx, const char* hint, const TensorInfo& info, const LazyTensor& src,
-                         const Window& w, ReduceKind kind) {
+                         const Window& w, ReduceKind kind, bool lanes) {
   return ctx.builder.reduce(hint, info, w.kernel, kind, [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
     std::vector<Expr> at = {i[0], i[1]};
     for (size_t d = 0; d < w.dims(); ++d) at.push_back(window_index(w, d, i[2 + d], r[d]));
+    if (lanes) at.push_back(i.back());
     return src.at(at);
   });
 }
 
-Outputs max_pool_op(const OpContext& ctx, const Inputs& in) {
-  const LazyTensor& x = pool_input(ctx, in);
+Outputs max_pool_op(const OpContext& ctx, const Inputs& in, bool lanes) {
+  const LazyTensor& x = pool_input(ctx, in, lanes);
   if (output_used(ctx, 1)) ctx.fail("its Indices output is read; tessel computes the pooled values only");
-  const Window w = read_window(ctx, spatial_of(x), {{}, true, true});
-  const TensorInfo& info = checked_output(ctx, DType::Float32, pooled_shape(x, w.output));
+  const Window w = read_window(ctx, spatial_of(x, lanes), {{}, true, true});
+  const TensorInfo& info = checked_output(ctx, DType::Float32, pooled_shape(x, w.output, lanes));
   const LazyTensor src = pad_for_window(ctx, x, w, -std::numeric_limits<double>::infinity());
-  return {window_reduce(ctx, "max_pool", info, src, w, ReduceKind::Max)};
+  return {window_reduce(ctx, "max_pool", info, src, w, ReduceKind::Max, lanes)};
 }
 
 // How many elements window o averages along d: the window clipped to the input, or with
@@ -84,13 +91,13 @@ Expr average_divisor(const Window& w, bool include_pad, const std::vector<Expr>&
   return make_cast(kFloat32, constant == 1 ? varying : varying * make_int(constant));
 }
 
-Outputs average_pool_op(const OpContext& ctx, const Inputs& in) {
-  const LazyTensor& x = pool_input(ctx, in);
+Outputs average_pool_op(const OpContext& ctx, const Inputs& in, bool lanes) {
+  const LazyTensor& x = pool_input(ctx, in, lanes);
   const bool include_pad = ctx.node.int_attr("count_include_pad").value_or(0) != 0;
-  const Window w = read_window(ctx, spatial_of(x), {{}, false, true});
-  const TensorInfo& info = checked_output(ctx, DType::Float32, pooled_shape(x, w.output));
+  const Window w = read_window(ctx, spatial_of(x, lanes), {{}, false, true});
+  const TensorInfo& info = checked_output(ctx, DType::Float32, pooled_shape(x, w.output, lanes));
   const LazyTensor src = pad_for_window(ctx, x, w, 0.0);
-  const LazyTensor sum = window_reduce(ctx, "avg_pool", info, src, w, ReduceKind::Sum);
+  const LazyTensor sum = window_reduce(ctx, "avg_pool", info, src, w, ReduceKind::Sum, lanes);
   return {LazyTensor(info, [sum, w, include_pad](const std::vector<Expr>& i) {
     return sum.at(i) / average_divisor(w, include_pad, i);
   })};
@@ -99,10 +106,10 @@ Outputs average_pool_op(const OpContext& ctx, const Inputs& in) {
 // The global pools reduce into an [N, C] stage (no unit axes for the schedules to tile); the
 // output's unit spatial axes and the mean's division are the epilogue.
 Outputs global_pool_op(const OpContext& ctx, const Inputs& in, bool is_max) {
-  const LazyTensor& x = pool_input(ctx, in);
-  const std::vector<int64_t> spatial = spatial_of(x);
+  const LazyTensor& x = pool_input(ctx, in, false);
+  const std::vector<int64_t> spatial = spatial_of(x, false);
   const TensorInfo& info =
-      checked_output(ctx, DType::Float32, pooled_shape(x, std::vector<int64_t>(spatial.size(), 1)));
+      checked_output(ctx, DType::Float32, pooled_shape(x, std::vector<int64_t>(spatial.size(), 1), false));
   const TensorInfo pooled{DType::Float32, {x.shape()[0], x.shape()[1]}};
   int64_t count = 1;
   for (int64_t e : spatial) count *= e;
@@ -122,8 +129,15 @@ Outputs global_pool_op(const OpContext& ctx, const Inputs& in, bool is_max) {
 }  // namespace
 
 void add_pool_ops(std::vector<OpSpec>& table) {
-  table.push_back({"MaxPool", OpPattern::OutEwiseFusable, max_pool_op});
-  table.push_back({"AveragePool", OpPattern::OutEwiseFusable, average_pool_op});
+  table.push_back({"MaxPool", OpPattern::OutEwiseFusable,
+                   [](const OpContext& c, const Inputs& in) { return max_pool_op(c, in, false); }});
+  table.push_back({"AveragePool", OpPattern::OutEwiseFusable,
+                   [](const OpContext& c, const Inputs& in) { return average_pool_op(c, in, false); }});
+  table.push_back({kMaxPoolBlocked, OpPattern::OutEwiseFusable,
+                   [](const OpContext& c, const Inputs& in) { return max_pool_op(c, in, true); }, "MaxPool", true});
+  table.push_back({kAveragePoolBlocked, OpPattern::OutEwiseFusable,
+                   [](const OpContext& c, const Inputs& in) { return average_pool_op(c, in, true); }, "AveragePool",
+                   true});
   table.push_back({"GlobalMaxPool", OpPattern::OutEwiseFusable,
                    [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, true); }});
   table.push_back({"GlobalAveragePool", OpPattern::OutEwiseFusable,

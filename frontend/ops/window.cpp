@@ -112,6 +112,8 @@ LazyTensor pad_for_window(const OpContext& ctx, const LazyTensor& x, const Windo
     needed |= padded.back() > w.input[d];
   }
   if (!needed) return x;
+  const bool lanes = x.rank() == static_cast<int64_t>(w.dims()) + 3;  // [N, C/b, spatial..., b]
+  if (lanes) padded.push_back(x.shape().back());
   return ctx.builder.compute("pad", TensorInfo{x.dtype(), padded}, [&](const std::vector<Expr>& i) {
     std::vector<Expr> at = {i[0], i[1]};
     Expr inside;
@@ -130,6 +132,7 @@ LazyTensor pad_for_window(const OpContext& ctx, const LazyTensor& x, const Windo
       }
       at.push_back(at_d);
     }
+    if (lanes) at.push_back(i.back());
     return make_select(inside, x.at(at), make_float(fill));
   });
 }

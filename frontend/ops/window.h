@@ -37,7 +37,8 @@ Window read_window(const OpContext& ctx, const std::vector<int64_t>& input, cons
 // The padded-input position window `o` reads at kernel offset `r` along d: o * stride + r * dilation.
 Expr window_index(const Window& w, size_t d, const Expr& o, const Expr& r);
 
-// x [N, C, spatial...] as a stage where every position a window reads exists: x's value inside,
+// x [N, C, spatial...] (or in channel blocks, [N, C/b, spatial..., b], whose last axis is carried
+// through) as a stage where every position a window reads exists: x's value inside,
 // `fill` in the padding (and past it, where ceil_mode's last window reaches). x itself when no
 // window reads outside x. Its body is one select, the shape the default schedule and the sketches
 // recognise as padding (computed once up front rather than tested in the inner loop).

@@ -175,12 +175,13 @@ class Rewriter {
     finish(node, add_value(node.outputs[0], blocked_info(node.outputs[0], b)));
   }
 
-  // An elementwise or broadcast op of one output whose inputs are blocked tensors of one shape or
-  // single constants (at least one blocked), and whose output has those tensors' NCHW shape.
+  // An elementwise or broadcast op of one float output whose inputs are blocked tensors of one shape
+  // or single constants (at least one blocked), and whose output has those tensors' NCHW shape.
   bool movable(const Node& node) const {
     const OpSpec* spec = find_model_op(node.op_type);
     if (!spec || (spec->pattern != OpPattern::Elementwise && spec->pattern != OpPattern::Broadcast)) return false;
     if (node.outputs.size() != 1 || !graph_.has_value(node.outputs[0])) return false;
+    if (graph_.value(node.outputs[0]).info.dtype != DType::Float32) return false;  // the conversions are of floats
     std::optional<std::vector<int64_t>> blocks;
     for (const std::string& in : node.inputs) {
       if (in.empty() || single_constant(graph_, in)) continue;

@@ -2,18 +2,22 @@
 // every form the pass rewrites: a strided conv from a 3-channel image, a max pool, a depthwise conv
 // with Clip, a pointwise conv and a dilated one joined by a residual Add, an average pool, a conv to
 // 40 channels (blocks of 8 after blocks of 16) and a scalar Mul. Checked: which nodes it makes, that
-// no conversion is left between the convolutions, and that the model computes what the NCHW model
-// computes (itself checked against torch and ONNX's test data elsewhere), with default schedules
-// compiled through LLVM.
+// no conversion is left between the convolutions, that the model computes what the NCHW model
+// computes (itself checked against torch and ONNX's test data elsewhere) with default schedules
+// compiled through LLVM, and that the sketches' random schedules of its kernels are correct.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 
+#include "codegen/llvm/llvm_backend.h"
 #include "frontend/channel_blocks.h"
 #include "frontend/onnx_import.h"
+#include "measure/cpu_kernel.h"
 #include "model_runner.h"
 #include "onnx_test_models.h"
+#include "schedule/interpreter/reference_interpreter.h"
+#include "search/sketch.h"
 
 using namespace tessel;
 using namespace tessel_test;
@@ -146,4 +150,24 @@ TEST_CASE("channel blocks: only the CPU gets them, and a model may not hold the 
   n.outputs = {"y"};
   g.nodes.push_back(n);
   CHECK(unsupported_nodes(g) == std::vector<std::string>{"node 'n' (ToNCHWc)"});
+}
+
+TEST_CASE("channel blocks: random schedules of every sketch of the blocked kernels are correct", "[frontend][layout]") {
+  TempDir dir;
+  const Model m = load(dir, true);
+  const CpuTargetSpec target{host_vector_lanes(), 2};
+  int checked = 0;
+  for (const ModelTask& task : m.tasks) {
+    HostTensors inputs = make_random_inputs(task.dag, 3);
+    ReferenceTensors reference = evaluate_reference(task.dag, inputs);
+    for (const Sketch& sketch : cpu_sketches(task.dag, target))
+      for (uint64_t seed = 0; seed < 4; ++seed) {
+        Decider sampler(seed);
+        const Trace trace = apply_sketch(sketch, task.dag, sampler).trace;
+        CAPTURE(task.name, sketch.name, seed);
+        CHECK(check_cpu_kernel(build_cpu_kernel(task.dag, trace), inputs, reference, task.dag).correct);
+        ++checked;
+      }
+  }
+  CHECK(checked >= 4 * static_cast<int>(m.tasks.size()));
 }

@@ -9,8 +9,8 @@
 //    the vectorized axis (matmul's B[k, j]) is packed: copied into a contiguous local tile once per
 //    outer tile of the axes it uses, reused across the outer tiles of the others (as BLAS packs its
 //    panels; unpacked, a 16-float strip of B[k, j] steps 4 KiB a row and every row lands in the
-//    same L1 set). Elementwise epilogues are inlined into the output; padding is inlined or
-//    computed up front.
+//    same L1 set). Elementwise epilogues are inlined into the output; padding is inlined, computed
+//    up front, or computed per output tile beside the contraction.
 //  - row reduction (softmax, layernorm, rmsnorm, reduce_sum ...): rows in parallel in groups, each
 //    reduction vectorized through rfactor into chains x lanes partial results (or left serial),
 //    the row's producers computed per row group, expensive shared stages inlined or computed once,
@@ -57,15 +57,22 @@ class SketchSteps {
     if (c->name == out.name) {
       apply(cache_write_step(out.name, MemScope::Local));
       compute = cache_stage_name(out.name, MemScope::Local);
-    } else {
-      for (const Operation& op : dag_.ops()) {
-        if (op.is_placeholder || op.name == out.name || op.name == c->name || op.reduce != ReduceKind::None) continue;
-        // Padding: inlined (a bounds test in the inner loop) or computed once up front.
-        if (op.body->op == ExprOp::Select && d_.choose(op.name + ".inline", {0, 1}, DecisionKind::Structure) == 0)
-          elementwise(op.name);
-        else
-          apply(compute_inline_step(op.name));
-      }
+    }
+    // The other stages: epilogues inlined; padding computed once up front (0), inlined as a bounds
+    // test in the inner loop (1), or computed per output tile just before the contraction reads it
+    // (2), where the padded copy of a tile's window stays in cache instead of a whole padded input
+    // going through memory.
+    std::vector<std::string> tile_pads;
+    for (const Operation& op : dag_.ops()) {
+      if (op.is_placeholder || op.name == out.name || op.name == c->name || op.reduce != ReduceKind::None) continue;
+      const int64_t where =
+          op.body->op == ExprOp::Select ? d_.choose(op.name + ".inline", {0, 1, 2}, DecisionKind::Structure) : 1;
+      if (where == 0)
+        elementwise(op.name);
+      else if (where == 2)
+        tile_pads.push_back(op.name);
+      else
+        apply(compute_inline_step(op.name));
     }
     // The output: S S per spatial axis, then the inner tile.
     std::vector<std::string> axes = leaves(out.name);
@@ -102,14 +109,17 @@ class SketchSteps {
     // Compute location: per outer tile or per middle tile.
     bool at_middle = !fine && !middle.empty() &&
                      d_.choose(compute + ".at", {0, 1}, DecisionKind::ComputeLocation) == 1;
-    if (at_middle) {
-      apply(compute_at_step(compute, out.name, middle.back()));
-      region = middle_region;
-    } else {
-      apply(compute_at_step(compute, out.name, par_loop));
-      if (fine) region = middle_region;
-    }
+    const std::string at_loop = at_middle ? middle.back() : par_loop;
+    apply(compute_at_step(compute, out.name, at_loop));
+    if (at_middle || fine) region = middle_region;
     tile_contraction(compute, region);
+    for (const std::string& pad : tile_pads) {
+      apply(compute_at_step(pad, out.name, at_loop));
+      // A block of channels as the last axis (NCHWc) is a whole vector in every tile.
+      const std::string last = leaves(pad).back();
+      const int64_t n = extent(pad, last);
+      if (n == lanes_ || n == lanes_ / 2) apply(annotate_step(pad, last, Annotation::Vectorize));
+    }
   }
 
   void row_reduction() {

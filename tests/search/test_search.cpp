@@ -246,6 +246,41 @@ TEST_CASE("CPU contraction sketch: a packed operand is copied to a local tile an
   }
 }
 
+TEST_CASE("CPU contraction sketch: padding per output tile is computed beside the contraction and computes right",
+          "[search][sketch]") {
+  // Blocked depthwise (strided) and dense (dilated) convolutions at odd sizes, with an epilogue and
+  // without one (the output is then the contraction, through a local cache stage).
+  const std::vector<OpParams> cases = {
+      {{"N", "1"}, {"C", "13"}, {"H", "9"}, {"W", "11"}, {"F", "13"}, {"groups", "13"}, {"KH", "3"}, {"KW", "3"},
+       {"pad", "1"}, {"stride", "2"}, {"bias", "0"}, {"act", "none"}, {"layout", "nchw8c"}},
+      {{"N", "1"}, {"C", "13"}, {"H", "9"}, {"W", "11"}, {"F", "13"}, {"groups", "13"}, {"KH", "3"}, {"KW", "3"},
+       {"pad", "1"}, {"bias", "1"}, {"act", "relu"}, {"layout", "nchw8c"}},
+      {{"N", "1"}, {"C", "11"}, {"H", "7"}, {"W", "13"}, {"F", "19"}, {"KH", "3"}, {"KW", "3"}, {"pad", "2"},
+       {"dilation", "2"}, {"bias", "0"}, {"act", "none"}, {"layout", "nchw16c"}},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    ComputeDAG dag = build_op("conv2d", cases[c]);
+    HostTensors inputs = make_random_inputs(dag, 7);
+    ReferenceTensors reference = evaluate_reference(dag, inputs);
+    Sketch sketch = cpu_sketches(dag, host_spec()).at(0);
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      Decider sampler(seed);
+      std::vector<TraceDecision> decisions = apply_sketch(sketch, dag, sampler).trace.decisions;
+      auto where = std::find_if(decisions.begin(), decisions.end(),
+                                [](const TraceDecision& d) { return d.name == "pad.inline"; });
+      REQUIRE(where != decisions.end());
+      where->values = {2};
+      Decider replayer(seed, decisions);
+      Trace trace = apply_sketch(sketch, dag, replayer).trace;
+      CAPTURE(c, seed, trace_to_json(trace));
+      CHECK(std::any_of(trace.steps.begin(), trace.steps.end(), [&](const Step& s) {
+        return s.kind == StepKind::ComputeAt && s.stage == "pad" && s.target_stage == dag.ops().back().name;
+      }));
+      CHECK(check_cpu_kernel(build_cpu_kernel(dag, trace), inputs, reference, dag).correct);
+    }
+  }
+}
+
 TEST_CASE("CPU sketches: a depthwise convolution tiles its window, a row reduction does not", "[search][sketch]") {
   const OpParams depthwise = {{"N", "1"}, {"C", "6"}, {"H", "13"}, {"W", "19"}, {"F", "6"}, {"groups", "6"},
                               {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}};

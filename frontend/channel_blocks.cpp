@@ -62,8 +62,17 @@ std::optional<ConvBlocks> conv_blocks(const Graph& graph, const Node& node) {
   return blocks;
 }
 
+// The blocked form of a pool over 2-D; nullptr for other ops.
+const char* blocked_pool(const std::string& op_type) {
+  if (op_type == "MaxPool") return kMaxPoolBlocked;
+  if (op_type == "AveragePool") return kAveragePoolBlocked;
+  if (op_type == "GlobalMaxPool") return kGlobalMaxPoolBlocked;
+  if (op_type == "GlobalAveragePool") return kGlobalAveragePoolBlocked;
+  return nullptr;
+}
+
 bool is_pool(const Graph& graph, const Node& node) {
-  if (node.op_type != "MaxPool" && node.op_type != "AveragePool") return false;
+  if (!blocked_pool(node.op_type)) return false;
   if (node.inputs.empty() || !is_float_of_rank(graph.value(node.inputs[0]), 4)) return false;
   // MaxPool's Indices output (rarely read) is computed only in NCHW.
   return node.outputs.size() == 1 || std::all_of(node.outputs.begin() + 1, node.outputs.end(),
@@ -169,7 +178,7 @@ class Rewriter {
   void pool(Node& node) {
     const std::string& x = blocked_.at(node.inputs[0]);
     const int64_t b = graph_.value(x).info.shape[4];
-    node.op_type = node.op_type == "MaxPool" ? kMaxPoolBlocked : kAveragePoolBlocked;
+    node.op_type = blocked_pool(node.op_type);
     node.inputs = {x};
     node.outputs.resize(1);
     finish(node, add_value(node.outputs[0], blocked_info(node.outputs[0], b)));

@@ -7,15 +7,16 @@
 //      groups 1 or depthwise — becomes ConvNCHWc (frontend/op_library.h) with its weights repacked
 //      here, once: X → [ToNCHWc] → ConvNCHWc → FromNCHWc → the Conv's output name. Its input stays
 //      NCHW when its channels do not fill whole blocks (an image's three).
-//   2. MaxPool and AveragePool over 2-D reading a FromNCHWc become their blocked forms likewise.
+//   2. The pools over 2-D (MaxPool, AveragePool and the global ones) reading a FromNCHWc become
+//      their blocked forms likewise.
 //   3. A FromNCHWc moves past an elementwise op whose other inputs are single constants (Relu, Clip)
 //      or FromNCHWc of the same blocks (a residual Add), and ToNCHWc(FromNCHWc(y)) is y: consecutive
 //      convolutions hand each other blocked tensors.
 //   4. Nodes nothing reads any more go.
 //
-// The model's inputs and outputs keep their layout; a conversion left over joins the kernel that
-// reads it (fusion inlines injective ops). Shapes, dtypes and values are unchanged: only where the
-// numbers live.
+// The model's inputs and outputs keep their layout; a conversion left over before an op that stays
+// NCHW is a kernel of its own (a copy), or joins a following injective op. Shapes, dtypes and values
+// are unchanged: only where the numbers live.
 #pragma once
 
 #include <cstdint>

@@ -50,11 +50,13 @@ struct OpSpec {
   bool internal = false;
 };
 
-// The internal ops of the CPU channel-block layout (frontend/channel_blocks.h): a 2-D Conv, MaxPool
-// and AveragePool over [N, C/b, H, W, b] tensors, and the conversions from and to NCHW.
+// The internal ops of the CPU channel-block layout (frontend/channel_blocks.h): a 2-D Conv and the
+// pools over [N, C/b, H, W, b] tensors, and the conversions from and to NCHW.
 inline constexpr const char* kConvBlocked = "ConvNCHWc";
 inline constexpr const char* kMaxPoolBlocked = "MaxPoolNCHWc";
 inline constexpr const char* kAveragePoolBlocked = "AveragePoolNCHWc";
+inline constexpr const char* kGlobalMaxPoolBlocked = "GlobalMaxPoolNCHWc";
+inline constexpr const char* kGlobalAveragePoolBlocked = "GlobalAveragePoolNCHWc";
 inline constexpr const char* kToBlocks = "ToNCHWc";
 inline constexpr const char* kFromBlocks = "FromNCHWc";
 

@@ -103,14 +103,15 @@ Outputs average_pool_op(const OpContext& ctx, const Inputs& in, bool lanes) {
   })};
 }
 
-// The global pools reduce into an [N, C] stage (no unit axes for the schedules to tile); the
-// output's unit spatial axes and the mean's division are the epilogue.
-Outputs global_pool_op(const OpContext& ctx, const Inputs& in, bool is_max) {
-  const LazyTensor& x = pool_input(ctx, in, false);
-  const std::vector<int64_t> spatial = spatial_of(x, false);
+// The global pools reduce into an [N, C] stage ([N, C/b, b] with lanes; no unit axes for the
+// schedules to tile); the output's unit spatial axes and the mean's division are the epilogue.
+Outputs global_pool_op(const OpContext& ctx, const Inputs& in, bool is_max, bool lanes) {
+  const LazyTensor& x = pool_input(ctx, in, lanes);
+  const std::vector<int64_t> spatial = spatial_of(x, lanes);
   const TensorInfo& info =
-      checked_output(ctx, DType::Float32, pooled_shape(x, std::vector<int64_t>(spatial.size(), 1), false));
-  const TensorInfo pooled{DType::Float32, {x.shape()[0], x.shape()[1]}};
+      checked_output(ctx, DType::Float32, pooled_shape(x, std::vector<int64_t>(spatial.size(), 1), lanes));
+  TensorInfo pooled{DType::Float32, {x.shape()[0], x.shape()[1]}};
+  if (lanes) pooled.shape.push_back(x.shape().back());
   int64_t count = 1;
   for (int64_t e : spatial) count *= e;
   LazyTensor pool = ctx.builder.reduce(is_max ? "global_max_pool" : "global_avg_pool", pooled, spatial,
@@ -118,10 +119,11 @@ Outputs global_pool_op(const OpContext& ctx, const Inputs& in, bool is_max) {
                                        [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
                                          std::vector<Expr> at = {i[0], i[1]};
                                          at.insert(at.end(), r.begin(), r.end());
+                                         if (lanes) at.push_back(i[2]);
                                          return x.at(at);
                                        });
-  return {LazyTensor(info, [pool, is_max, count](const std::vector<Expr>& i) {
-    Expr v = pool.at({i[0], i[1]});
+  return {LazyTensor(info, [pool, is_max, count, lanes](const std::vector<Expr>& i) {
+    Expr v = lanes ? pool.at({i[0], i[1], i.back()}) : pool.at({i[0], i[1]});
     return is_max ? v : v / make_float(static_cast<double>(count));
   })};
 }
@@ -139,9 +141,15 @@ void add_pool_ops(std::vector<OpSpec>& table) {
                    [](const OpContext& c, const Inputs& in) { return average_pool_op(c, in, true); }, "AveragePool",
                    true});
   table.push_back({"GlobalMaxPool", OpPattern::OutEwiseFusable,
-                   [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, true); }});
+                   [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, true, false); }});
   table.push_back({"GlobalAveragePool", OpPattern::OutEwiseFusable,
-                   [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, false); }});
+                   [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, false, false); }});
+  table.push_back({kGlobalMaxPoolBlocked, OpPattern::OutEwiseFusable,
+                   [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, true, true); },
+                   "GlobalMaxPool", true});
+  table.push_back({kGlobalAveragePoolBlocked, OpPattern::OutEwiseFusable,
+                   [](const OpContext& c, const Inputs& in) { return global_pool_op(c, in, false, true); },
+                   "GlobalAveragePool", true});
 }
 
 }  // namespace tessel::onnx_ops

@@ -1,7 +1,7 @@
 // The CPU channel-block layout (frontend/channel_blocks.h) on a small net of odd sizes that holds
 // every form the pass rewrites: a strided conv from a 3-channel image, a max pool, a depthwise conv
 // with Clip, a pointwise conv and a dilated one joined by a residual Add, an average pool, a conv to
-// 40 channels (blocks of 8 after blocks of 16) and a scalar Mul. Checked: which nodes it makes, that
+// 40 channels (blocks of 8 after blocks of 16), a scalar Mul, and a global pool. Checked: which nodes it makes, that
 // no conversion is left between the convolutions, that the model computes what the NCHW model
 // computes (itself checked against torch and ONNX's test data elsewhere) with default schedules
 // compiled through LLVM, and that the sketches' random schedules of its kernels are correct.
@@ -44,7 +44,7 @@ onnx::NodeProto* conv(onnx::ModelProto& m, const std::string& x, const std::stri
   return add_node(m, "Conv", inputs, {name}, name);
 }
 
-// x[1, 3, 13, 11] → ... → y[1, 40, 3, 3].
+// x[1, 3, 13, 11] → ... → y[1, 40, 3, 3], and g[1, 48, 1, 1] (a global pool) beside it.
 onnx::ModelProto odd_net() {
   onnx::ModelProto m = make_model(13);
   add_input(m, "x", {1, 3, 13, 11});
@@ -74,6 +74,8 @@ onnx::ModelProto odd_net() {
   add_float_initializer(m, "half", {1}, {0.5f});
   add_node(m, "Mul", {"last", "half"}, {"y"}, "scale");
   add_output(m, "y", {1, 40, 3, 3});
+  add_node(m, "GlobalAveragePool", {"r3"}, {"g"}, "gap");
+  add_output(m, "g", {1, 48, 1, 1});
   return m;
 }
 
@@ -100,12 +102,14 @@ TEST_CASE("channel blocks: convs and pools run in blocks, conversions only at th
   CHECK(count(g, kConvBlocked) == 5);
   CHECK(count(g, kMaxPoolBlocked) == 1);
   CHECK(count(g, kAveragePoolBlocked) == 1);
+  CHECK(count(g, kGlobalAveragePoolBlocked) == 1);
   CHECK(count(g, kToBlocks) == 0);    // the first conv reads the 3-channel image as NCHW
-  CHECK(count(g, kFromBlocks) == 1);  // the scaled output, under its own name
-  CHECK(g.outputs == std::vector<std::string>{"y"});
+  CHECK(count(g, kFromBlocks) == 2);  // the two outputs, under their own names
+  CHECK(g.outputs == std::vector<std::string>{"y", "g"});
   CHECK(g.value("y").info.shape == std::vector<int64_t>{1, 40, 3, 3});
+  CHECK(g.value("g").info.shape == std::vector<int64_t>{1, 48, 1, 1});
   for (const Node& n : g.nodes)
-    if (n.op_type == kFromBlocks) CHECK(n.outputs == std::vector<std::string>{"y"});
+    if (n.op_type == kFromBlocks) CHECK((n.outputs[0] == "y" || n.outputs[0] == "g"));
   // 24 channels go in blocks of 8, 48 in blocks of 16, 40 in blocks of 8; the repacked weights and
   // biases replace the model's.
   for (const Node& n : g.nodes) {
@@ -125,14 +129,16 @@ TEST_CASE("channel blocks: the blocked model computes what the NCHW model comput
   CHECK(count(plain.graph, kConvBlocked) == 0);
   std::map<std::string, TensorData> inputs;
   inputs.emplace("x", TensorData::of_floats({1, 3, 13, 11}, values(3 * 13 * 11, 99)));
-  const TensorData want = run_model_cpu(plain, inputs).at("y");
-  const TensorData got = run_model_cpu(blocked, inputs).at("y");
-  const std::string wrong = compare_tensors(got, want, 1e-5, 1e-6);
-  INFO(wrong);
-  CHECK(wrong.empty());
-  double largest = 0;
-  for (float v : want.floats()) largest = std::max(largest, std::fabs(static_cast<double>(v)));
-  CHECK(largest > 0.1);  // the comparison is of real values, not of zeros
+  const std::map<std::string, TensorData> want = run_model_cpu(plain, inputs);
+  const std::map<std::string, TensorData> got = run_model_cpu(blocked, inputs);
+  for (const char* name : {"y", "g"}) {
+    const std::string wrong = compare_tensors(got.at(name), want.at(name), 1e-5, 1e-6);
+    INFO(name << ": " << wrong);
+    CHECK(wrong.empty());
+    double largest = 0;
+    for (float v : want.at(name).floats()) largest = std::max(largest, std::fabs(static_cast<double>(v)));
+    CHECK(largest > 0.1);  // the comparison is of real values, not of zeros
+  }
 }
 
 TEST_CASE("channel blocks: only the CPU gets them, and a model may not hold the internal ops", "[frontend][layout]") {

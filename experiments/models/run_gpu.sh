@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Whole models on a GPU host. Per model: exported from torch with random weights
-# (scripts/export_models.py), tuned with `tessel tune --target cuda` for a bounded time, built from
+# (scripts/export_models.py), tuned with `tessel tune --target TARGET` for a bounded time, built from
 # its tuning log, checked against torch's output and timed against torch eager, torch.compile and
 # max-autotune in one process (tools/compare.py). Each model's folder under OUT keeps the tune's
 # progress, `tessel tasks`, and compare.md / compare.json / compare.png; its tuning log is
 # OUT/MODEL_bBATCH.db, resumed when it is there already, so a long tuning runs in bounded steps.
 #
 # Usage, from the repository root with bundle/ from `make bundle`:
-#   OUT=DIR [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
+#   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
 # MODEL is resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base; images are 224x224, sequences
 # 128 tokens. TUNE_S=0 tunes nothing (the build takes the log as it is, or default schedules);
-# COMPARE=0 only tunes.
+# COMPARE=0 only tunes. TARGET=llvm tunes and runs on the host's CPU cores instead, against torch
+# eager and onnxruntime's CPU provider on as many threads (SKIP=torch_compile,max_autotune there);
+# its logs are OUT/MODEL_bBATCH_llvm.db.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}
 TUNE_S=${TUNE_S:-180}
+TARGET=${TARGET:-cuda}
 COMPARE=${COMPARE:-1}
 SKIP=${SKIP:-}
 MAX_COMPILE_S=${MAX_COMPILE_S:-0}  # give up on a torch.compile mode whose compile takes longer
@@ -27,16 +30,18 @@ for spec in "$@"; do
   name=${spec%%:*}
   batch=1
   [ "$spec" != "$name" ] && batch=${spec#*:}
-  dir="$OUT/${name}_b$batch"
+  suffix=""
+  [ "$TARGET" != cuda ] && suffix="_$TARGET"
+  dir="$OUT/${name}_b$batch$suffix"
   mkdir -p "$dir"
   echo "== $name, batch $batch"
   BATCH=$batch SEQ=128 IMAGE=224 python3 bundle/bin/export_models.py "$dir/export" "$name" || { status=1; continue; }
   onnx="$dir/export/$name/model.onnx"
-  "$T" tasks "$onnx" --target cuda > "$dir/tasks.txt" 2>&1
-  log="$OUT/${name}_b$batch.db"
+  "$T" tasks "$onnx" --target "$TARGET" > "$dir/tasks.txt" 2>&1
+  log="$OUT/${name}_b$batch$suffix.db"
   if [ "$TUNE_S" != 0 ]; then
     start=$SECONDS
-    "$T" tune "$onnx" --target cuda --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" -v \
+    "$T" tune "$onnx" --target "$TARGET" --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" -v \
       >> "$dir/tune.txt" 2>&1 || status=1
     echo "tuning wall time: $((SECONDS - start)) s" | tee -a "$dir/tune.txt"
     tail -n 40 "$dir/tune.txt"
@@ -46,7 +51,7 @@ for spec in "$@"; do
   db=()
   [ -f "$log" ] && db=(--db "$log")
   if [ "$COMPARE" != 0 ]; then
-    python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target cuda \
+    python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target "$TARGET" \
       "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" --max-compile-s "$MAX_COMPILE_S" || status=1
   fi
   rm -rf "$dir/export" "$dir/$name" "$dir"/*.tsl  # weights and builds: regenerated, not kept

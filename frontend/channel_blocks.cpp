@@ -135,8 +135,7 @@ class Rewriter {
   std::string in_blocks(const std::string& nchw, int64_t block, const std::string& node_name) {
     auto it = blocked_.find(nchw);
     if (it != blocked_.end() && graph_.value(it->second).info.shape[4] == block) return it->second;
-    const std::vector<int64_t>& s = graph_.value(nchw).info.shape;
-    const std::string out = add_value(nchw, {DType::Float32, {s[0], s[1] / block, s[2], s[3], block}});
+    const std::string out = add_value(nchw, blocked_info(nchw, block));
     add_node(node_name + "/to_nchwc", kToBlocks, {nchw}, out, {{"block", block}});
     return out;
   }

@@ -75,7 +75,7 @@ struct MeasureArgs {
 struct TuneArgs {
   std::optional<std::string> model;       // an ONNX model: its tasks share the trial budget
   std::vector<std::string> input_shapes;  // with a model: NAME=8x128, repeatable
-  std::string cpu_layout = "blocked";     // with a model on llvm: blocked | nchw
+  bool cpu_channel_blocks = true;         // with a model on llvm: --cpu-layout blocked (true) | nchw
   WorkloadArgs workload;                  // one workload (--op/--param)
   std::vector<std::string> cases;         // --case, repeatable, with --suite
   bool all = false;                       // every case of --suite
@@ -97,7 +97,7 @@ struct TuneArgs {
 struct TasksArgs {
   std::string model;                      // an ONNX file
   std::vector<std::string> input_shapes;  // NAME=8x128, repeatable
-  std::string cpu_layout = "blocked";     // llvm: blocked | nchw
+  bool cpu_channel_blocks = true;         // llvm: --cpu-layout blocked (true) | nchw
   TargetKind target = TargetKind::Llvm;
   bool json = false;
 };
@@ -105,7 +105,7 @@ struct TasksArgs {
 struct BuildArgs {
   std::string model;                      // an ONNX file
   std::vector<std::string> input_shapes;  // NAME=8x128, repeatable
-  std::string cpu_layout = "blocked";     // llvm: blocked | nchw
+  bool cpu_channel_blocks = true;         // llvm: --cpu-layout blocked (true) | nchw
   TargetKind target = TargetKind::Llvm;
   std::optional<std::string> db;  // the tuning log (none: default schedules)
   std::string output;             // the model file to write
@@ -166,7 +166,7 @@ int cmd_run_model(const RunModelArgs& args);  // tools/run_model_command.cpp
 struct ImportOptions;
 // The import options of `--input-shape NAME=8x128 ...` (InputError for a malformed or repeated one)
 // and `--cpu-layout blocked|nchw`.
-ImportOptions import_options(const std::vector<std::string>& input_shapes, const std::string& cpu_layout);
+ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks);
 // tessel costmodel train / eval (tools/costmodel_command.cpp).
 int cmd_costmodel_train(const CostModelArgs& args);
 int cmd_costmodel_eval(const CostModelArgs& args);

@@ -30,11 +30,14 @@ void add_target_option(CLI::App* cmd, tessel::TargetKind& target) {
       });
 }
 
-void add_cpu_layout_option(CLI::App* cmd, std::string& layout) {
-  cmd->add_option("--cpu-layout", layout,
-                  "llvm: convolutions and pools with channels in blocks (blocked, the default) or as the model "
-                  "has them (nchw); a log tuned one way holds no records of the other's tasks")
-      ->check([](const std::string& v) { return v == "blocked" || v == "nchw" ? std::string() : "'" + v + "' is neither blocked nor nchw"; });
+void add_cpu_layout_option(CLI::App* cmd, bool& channel_blocks) {
+  cmd->add_option_function<std::string>(
+         "--cpu-layout", [&channel_blocks](const std::string& layout) { channel_blocks = layout == "blocked"; },
+         "llvm: convolutions and pools with channels in blocks (blocked, the default) or as the model has them "
+         "(nchw); a log tuned one way holds no records of the other's tasks")
+      ->check([](const std::string& v) {
+        return v == "blocked" || v == "nchw" ? std::string() : "'" + v + "' is neither blocked nor nchw";
+      });
 }
 
 // A finite number above 0 and at most `max` (CLI11's own range checks let NaN through).
@@ -164,7 +167,7 @@ int main(int argc, char** argv) {
   tune_cmd
       ->add_option("--input-shape", tune.input_shapes, "with a model: NAME=8x128 binds an input's shape (repeatable)")
       ->allow_extra_args(false);
-  add_cpu_layout_option(tune_cmd, tune.cpu_layout);
+  add_cpu_layout_option(tune_cmd, tune.cpu_channel_blocks);
   tune_cmd->add_option("--op", tune.workload.op, "op template (see `tessel ops`)");
   tune_cmd->add_option("--param", tune.workload.params, "op parameter NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
@@ -204,7 +207,7 @@ int main(int argc, char** argv) {
   tasks_cmd->add_option("model", tasks.model, "an ONNX model")->required();
   tasks_cmd->add_option("--input-shape", tasks.input_shapes, "NAME=8x128 binds an input's shape (repeatable)")
       ->allow_extra_args(false);
-  add_cpu_layout_option(tasks_cmd, tasks.cpu_layout);
+  add_cpu_layout_option(tasks_cmd, tasks.cpu_channel_blocks);
   add_target_option(tasks_cmd, tasks.target);
   tasks_cmd->add_flag("--json", tasks.json, "print one JSON object");
 
@@ -214,7 +217,7 @@ int main(int argc, char** argv) {
   build_cmd->add_option("model", build.model, "an ONNX model")->required();
   build_cmd->add_option("--input-shape", build.input_shapes, "NAME=8x128 binds an input's shape (repeatable)")
       ->allow_extra_args(false);
-  add_cpu_layout_option(build_cmd, build.cpu_layout);
+  add_cpu_layout_option(build_cmd, build.cpu_channel_blocks);
   add_target_option(build_cmd, build.target);
   build_cmd->add_option("--db", build.db, "tuning log: each task's best schedule (default: default schedules)");
   build_cmd->add_option("-o,--output", build.output, "the model file to write (MODEL.tsl; required)");

@@ -37,11 +37,9 @@ nlohmann::json task_json(const ModelTask& t, double share) {
 
 }  // namespace
 
-ImportOptions import_options(const std::vector<std::string>& input_shapes, const std::string& cpu_layout) {
+ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks) {
   ImportOptions o;
-  if (cpu_layout != "blocked" && cpu_layout != "nchw")
-    throw InputError("--cpu-layout is '" + cpu_layout + "'; it is blocked or nchw");
-  o.cpu_channel_blocks = cpu_layout == "blocked";
+  o.cpu_channel_blocks = cpu_channel_blocks;
   for (const std::string& spec : input_shapes) {
     auto [name, shape] = parse_input_shape(spec);
     if (!o.input_shapes.emplace(name, shape).second) throw InputError("--input-shape " + name + " is given twice");
@@ -50,7 +48,7 @@ ImportOptions import_options(const std::vector<std::string>& input_shapes, const
 }
 
 int cmd_tasks(const TasksArgs& args) {
-  const Model model = load_model(args.model, import_options(args.input_shapes, args.cpu_layout), args.target);
+  const Model model = load_model(args.model, import_options(args.input_shapes, args.cpu_channel_blocks), args.target);
   double total = 0;
   for (const ModelTask& t : model.tasks) total += t.weight * t.estimate_s;
   auto share = [&](const ModelTask& t) { return total > 0 ? t.weight * t.estimate_s / total : 0.0; };

@@ -5,11 +5,17 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "../skip.h"
 #include "subprocess.h"
 
+namespace tessel_test {
+std::string demo_cnn_bytes();  // demo_model_file.cpp
+}
+
+using tessel_test::demo_cnn_bytes;
 using tessel_test::export_records;
 using tessel_test::RunResult;
 using tessel_test::TempDir;
@@ -55,6 +61,30 @@ TEST_CASE("tasks lists a model's fused subgraphs by workload", "[cli][model]") {
   CHECK(shares == Approx(1.0));
 }
 
+TEST_CASE("tasks on the CPU: convolutions in channel blocks by default, as the model has them with --cpu-layout nchw",
+          "[cli][model]") {
+  TempDir dir;
+  const std::string model = dir.file("cnn.onnx");
+  std::ofstream(model, std::ios::binary) << demo_cnn_bytes();
+  // The rank of each conv task's output: [N, C/b, H, W, b] in blocks, [N, C, H, W] in NCHW.
+  auto conv_ranks = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"tasks", model, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = tessel(args);
+    INFO(r.command << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::set<size_t> ranks;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    for (const nlohmann::json& t : j["tasks"])
+      if (t["name"].get<std::string>().rfind("Conv", 0) == 0) ranks.insert(t["output_shape"].size());
+    return ranks;
+  };
+  CHECK(conv_ranks({}) == std::set<size_t>{5});
+  CHECK(conv_ranks({"--cpu-layout", "blocked"}) == std::set<size_t>{5});
+  CHECK(conv_ranks({"--cpu-layout", "nchw"}) == std::set<size_t>{4});
+  CHECK(conv_ranks({"--target", "cuda"}) == std::set<size_t>{4});  // the GPU keeps the model's layout
+}
+
 TEST_CASE("tune MODEL shares one budget over the model's tasks and resumes from the log", "[cli][model]") {
   const std::string model = test_model("pytorch-converted/test_Conv2d_depthwise_padded");
   if (model.empty()) return;
@@ -94,6 +124,7 @@ TEST_CASE("bad models and model options are refused with exit 2 and nothing reco
            Case{{"tasks", kData + "node/test_top_k/model.onnx"}, "TopK"},
            Case{{"tasks", model, "--input-shape", "0=1x"}, "input shape '0=1x'"},
            Case{{"tasks", model, "--input-shape", "nosuchinput=1x2"}, "nosuchinput"},
+           Case{{"tasks", model, "--cpu-layout", "nhwc"}, "'nhwc' is neither blocked nor nchw"},
            Case{{"tune", model, "--trials", "4", "--db", db, "--op", "matmul"}, "not both"},
            Case{{"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--trials", "4",
                  "--db", db, "--input-shape", "x=1x2"},

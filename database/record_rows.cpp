@@ -73,6 +73,14 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
 
+// Runs an INSERT ... RETURNING id (SQLite has RETURNING since 3.35) and returns the new row's id.
+int64_t inserted_id(Connection& conn, Statement& insert) {
+  if (!insert.step()) throw DatabaseError("tuning log '" + conn.path() + "': an insert returned no row id");
+  const int64_t id = insert.column_int(0);
+  insert.run();  // to the end of the statement, which SQLite needs before the insert is complete
+  return id;
+}
+
 }  // namespace
 
 std::optional<std::string> validate_record(const MeasureRecord& r) {
@@ -293,16 +301,11 @@ int64_t target_id(Connection& conn, const TargetInfo& t) {
 }
 
 int64_t insert_session(Connection& conn, const SessionInfo& s) {
-  conn.prepare(
-          "INSERT INTO sessions(start_time, options_json, tool_version, host, label) "
-          "VALUES (?1, ?2, ?3, ?4, ?5)")
-      .bind(1, s.start_time)
-      .bind(2, s.options_json)
-      .bind(3, s.tool_version)
-      .bind(4, s.host)
-      .bind(5, s.label)
-      .run();
-  return conn.query_int("SELECT last_insert_rowid()");
+  Statement stmt = conn.prepare(
+      "INSERT INTO sessions(start_time, options_json, tool_version, host, label) "
+      "VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id");
+  stmt.bind(1, s.start_time).bind(2, s.options_json).bind(3, s.tool_version).bind(4, s.host).bind(5, s.label);
+  return inserted_id(conn, stmt);
 }
 
 int64_t find_or_insert_session(Connection& conn, const SessionInfo& s) {
@@ -322,15 +325,14 @@ int64_t insert_record(Connection& conn, const MeasureRecord& r, int64_t workload
   Statement stmt = conn.prepare(
       "INSERT INTO records(workload_id, target_id, session_id, trace_json, samples_json, median_s, "
       "error_code, error_message, build_s, run_s, settings_json, timestamp, checksum, purpose, reference_s) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id");
   stmt.bind(1, workload).bind(2, target).bind(3, session);
   stmt.bind(4, r.trace_json).bind(5, samples_to_json(r.samples_s)).bind(6, canonical(r.median_s));
   stmt.bind(7, std::string_view(to_string(r.error))).bind(8, r.error_message);
   stmt.bind(9, canonical(r.build_s)).bind(10, canonical(r.run_s)).bind(11, r.settings_json);
   stmt.bind(12, timestamp).bind(13, record_checksum(stored)).bind(14, std::string_view(to_string(r.purpose)));
   stmt.bind(15, canonical(r.reference_s));
-  stmt.run();
-  return conn.query_int("SELECT last_insert_rowid()");
+  return inserted_id(conn, stmt);
 }
 
 bool has_identical_record(Connection& conn, const MeasureRecord& r, int64_t workload, int64_t target) {

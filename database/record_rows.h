@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "database/sqlite_connection.h"
+#include "database/connection.h"
 #include "database/tuning_log.h"
 
 namespace tessel::db {
@@ -26,8 +26,9 @@ std::optional<std::string> validate_record(const MeasureRecord& record);
 std::optional<std::string> measurement_problem(const MeasureRecord& record);
 
 // FNV-1a over every stored field of the record (workload, target, measurement; not the session or
-// id), each length-prefixed. SQLite keeps no checksums of its own, so this is what lets check() and
-// best() notice a flipped byte inside a trace or a workload's text.
+// id), each length-prefixed. SQLite keeps no checksums of its own, and rows in any database may be
+// edited behind the log's back, so this is what lets check() and best() notice a flipped byte
+// inside a trace or a workload's text.
 int64_t record_checksum(const MeasureRecord& record);
 
 std::string samples_to_json(const std::vector<double>& samples);

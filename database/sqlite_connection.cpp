@@ -1,9 +1,12 @@
-// RAII wrappers over the SQLite C API with the tuning log's defensive settings and lock handling.
+// The SQLite connection: the tuning log's defensive settings, statements and lock handling.
 #include "database/sqlite_connection.h"
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <random>
 #include <thread>
 #include <utility>
@@ -40,7 +43,7 @@ std::string hint_for(int rc) {
 
 }  // namespace
 
-Connection::Connection(const std::string& path, bool read_only) : path_(path), read_only_(read_only) {
+SqliteConnection::SqliteConnection(const std::string& path, bool read_only) : Connection(path, read_only) {
   // No SQLITE_OPEN_URI: a path is always a plain file name, never "file:...?options".
   int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -79,15 +82,15 @@ Connection::Connection(const std::string& path, bool read_only) : path_(path), r
   }
 }
 
-Connection::~Connection() { sqlite3_close_v2(db_); }
+SqliteConnection::~SqliteConnection() { sqlite3_close_v2(db_); }
 
-void Connection::fail(const std::string& what, int rc) const {
+void SqliteConnection::fail(const std::string& what, int rc) const {
   std::string message = sqlite3_extended_errcode(db_) == rc ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string log = "tuning log '" + path_ + "'";
+  std::string log = "tuning log '" + path() + "'";
   switch (rc & 0xff) {
     case SQLITE_CORRUPT:
       throw DatabaseError(log + " is damaged (SQLite: " + message + ", while " + what +
-                          "); run `tessel db check --db " + path_ +
+                          "); run `tessel db check --db " + path() +
                           "` and restore the log from a backup or an export");
     case SQLITE_NOTADB:
       throw DatabaseError(log + " is not an SQLite database, or its header is damaged (SQLite: " + message +
@@ -97,14 +100,12 @@ void Connection::fail(const std::string& what, int rc) const {
   }
 }
 
-void Connection::exec(const char* sql) {
+void SqliteConnection::exec(const char* sql) {
   int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) fail(std::string("running `") + sql + "`", rc);
 }
 
-void Connection::exec_quietly(const char* sql) noexcept { sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
-
-void Connection::enable_wal() {
+void SqliteConnection::enable_wal() {
   auto start = std::chrono::steady_clock::now();
   for (;;) {
     sqlite3_stmt* stmt = nullptr;
@@ -120,7 +121,7 @@ void Connection::enable_wal() {
     sqlite3_finalize(stmt);
     if (rc == SQLITE_OK && mode == "wal") return;
     if (rc == SQLITE_OK) {
-      throw DatabaseError("tuning log '" + path_ + "': cannot switch to WAL mode (journal mode stays '" +
+      throw DatabaseError("tuning log '" + path() + "': cannot switch to WAL mode (journal mode stays '" +
                           mode + "'); is the file on a network file system?");
     }
     if (!is_busy(rc) || std::chrono::steady_clock::now() - start > kLockDeadline) {
@@ -130,107 +131,105 @@ void Connection::enable_wal() {
   }
 }
 
-Statement Connection::prepare(const char* sql) {
+// A statement of a SqliteConnection. Errors are reported through the connection, which names the
+// file.
+class SqliteStatement : public StatementBackend {
+ public:
+  SqliteStatement(const SqliteConnection& conn, sqlite3_stmt* stmt) : conn_(conn), stmt_(stmt) {}
+  ~SqliteStatement() override { sqlite3_finalize(stmt_); }
+
+  void bind_text(int index, std::string_view text) override {
+    int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    if (rc != SQLITE_OK) conn_.fail("binding a text parameter", rc);
+  }
+  void bind_double(int index, double value) override {
+    int rc = sqlite3_bind_double(stmt_, index, value);
+    if (rc != SQLITE_OK) conn_.fail("binding a number", rc);
+  }
+  void bind_int(int index, int64_t value) override {
+    int rc = sqlite3_bind_int64(stmt_, index, value);
+    if (rc != SQLITE_OK) conn_.fail("binding an integer", rc);
+  }
+
+  bool step() override {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    conn_.fail("reading or writing the log", rc);
+  }
+
+  void reset() override {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+  bool is_null(int column) const override { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  int column_count() const override { return sqlite3_column_count(stmt_); }
+  int64_t column_int(int column) const override { return sqlite3_column_int64(stmt_, column); }
+  double column_double(int column) const override { return sqlite3_column_double(stmt_, column); }
+
+  std::string column_text(int column) const override {
+    // Take the pointer before the length, as SQLite documents, and copy exactly that many bytes.
+    const unsigned char* text = sqlite3_column_text(stmt_, column);
+    int size = sqlite3_column_bytes(stmt_, column);
+    if (text == nullptr) return {};
+    return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(size));
+  }
+
+ private:
+  const SqliteConnection& conn_;
+  sqlite3_stmt* stmt_;
+};
+
+Statement SqliteConnection::prepare(const char* sql) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr);
   if (rc != SQLITE_OK) fail("reading the log", rc);
-  return Statement(*this, stmt);
+  return Statement(std::make_unique<SqliteStatement>(*this, stmt));
 }
 
-int64_t Connection::query_int(const char* sql) {
-  Statement stmt = prepare(sql);
-  if (!stmt.step()) fail(std::string("`") + sql + "` returned no row", SQLITE_ERROR);
-  return stmt.column_int(0);
-}
-
-Statement::~Statement() { sqlite3_finalize(stmt_); }
-
-Statement::Statement(Statement&& other) noexcept
-    : conn_(other.conn_), stmt_(std::exchange(other.stmt_, nullptr)) {}
-
-Statement& Statement::bind(int index, std::string_view text) {
-  int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-  if (rc != SQLITE_OK) conn_->fail("binding a text parameter", rc);
-  return *this;
-}
-
-Statement& Statement::bind(int index, double value) {
-  int rc = sqlite3_bind_double(stmt_, index, value);
-  if (rc != SQLITE_OK) conn_->fail("binding a number", rc);
-  return *this;
-}
-
-Statement& Statement::bind(int index, int64_t value) {
-  int rc = sqlite3_bind_int64(stmt_, index, value);
-  if (rc != SQLITE_OK) conn_->fail("binding an integer", rc);
-  return *this;
-}
-
-bool Statement::step() {
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  conn_->fail("reading or writing the log", rc);
-}
-
-void Statement::run() {
-  while (step()) {
-  }
-}
-
-void Statement::reset() {
-  sqlite3_reset(stmt_);
-  sqlite3_clear_bindings(stmt_);
-}
-
-bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-
-int64_t Statement::column_int(int column) const { return sqlite3_column_int64(stmt_, column); }
-
-double Statement::column_double(int column) const { return sqlite3_column_double(stmt_, column); }
-
-int Statement::column_count() const { return sqlite3_column_count(stmt_); }
-
-std::string Statement::column_text(int column) const {
-  // Take the pointer before the length, as SQLite documents, and copy exactly that many bytes.
-  const unsigned char* text = sqlite3_column_text(stmt_, column);
-  int size = sqlite3_column_bytes(stmt_, column);
-  if (text == nullptr) return {};
-  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(size));
-}
-
-Transaction::Transaction(Connection& conn) : conn_(conn) {
+void SqliteConnection::begin_write() {
   auto start = std::chrono::steady_clock::now();
   std::minstd_rand jitter(static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id()) ^
                                                 start.time_since_epoch().count()));
   for (int attempt = 0;; ++attempt) {
-    int rc = sqlite3_exec(conn_.handle(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
-    if (rc == SQLITE_OK) return;
+    // IMMEDIATE takes the write lock up front, so a writer never meets SQLITE_BUSY half-way through.
+    int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) break;
     if (!is_busy(rc) || std::chrono::steady_clock::now() - start > kLockDeadline) {
-      conn_.fail("starting a write transaction", rc);
+      fail("starting a write transaction", rc);
     }
     // Randomised, growing back-off so that many waiting writers do not retry in lock-step.
     int cap_ms = std::min(1000, 5 << std::min(attempt, 8));
     std::this_thread::sleep_for(std::chrono::milliseconds(1 + jitter() % cap_ms));
   }
+  in_transaction_ = true;
 }
 
-Transaction::~Transaction() {
-  if (open_) sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+void SqliteConnection::begin_read() {
+  exec("BEGIN");
+  in_transaction_ = true;
 }
 
-void Transaction::commit() {
+void SqliteConnection::commit() {
   // In WAL mode COMMIT does not wait for readers, but retry BUSY anyway: the transaction stays open
   // and holds the write lock, so retrying is always safe.
   for (int attempt = 0;; ++attempt) {
-    int rc = sqlite3_exec(conn_.handle(), "COMMIT", nullptr, nullptr, nullptr);
+    int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
     if (rc == SQLITE_OK) {
-      open_ = false;
+      in_transaction_ = false;
       return;
     }
-    if (!is_busy(rc) || attempt > 100) conn_.fail("committing", rc);
+    if (!is_busy(rc) || attempt > 100) fail("committing", rc);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+void SqliteConnection::end_read() { commit(); }
+
+void SqliteConnection::rollback() noexcept {
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  in_transaction_ = false;
 }
 
 }  // namespace tessel::db

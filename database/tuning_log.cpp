@@ -15,8 +15,10 @@
 #include <map>
 #include <set>
 
+#include "database/postgres_connection.h"
 #include "database/record_rows.h"
 #include "database/schema.h"
+#include "database/sqlite_connection.h"
 #include "database/tuning_log_impl.h"
 
 namespace tessel {
@@ -82,6 +84,85 @@ std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int
   return std::nullopt;
 }
 
+// The transaction of append_within_budget: every step of it runs again, from a fresh count, when a
+// server connection is lost before COMMIT.
+std::vector<int64_t> insert_within_budget(db::Connection& conn, const std::vector<MeasureRecord>& batch,
+                                          int64_t trial_budget, int64_t handle_session) {
+  std::vector<int64_t> ids(batch.size(), 0);
+  db::Transaction txn(conn);
+  // Trials still allowed per (workload id, target id), counted under the write lock: no other
+  // writer can add one between the count and the insert.
+  std::map<std::pair<int64_t, int64_t>, int64_t> room;
+  db::Statement count = conn.prepare(
+      "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const MeasureRecord& record = batch[i];
+    int64_t workload = db::workload_id(conn, record.workload);
+    int64_t target = db::target_id(conn, record.target);
+    if (record.purpose == RecordPurpose::Trial) {
+      auto [it, fresh] = room.try_emplace({workload, target}, trial_budget);
+      if (fresh && trial_budget != kNoBudget) {
+        count.bind(1, workload).bind(2, target);
+        count.step();
+        it->second = std::max<int64_t>(0, trial_budget - count.column_int(0));
+        count.reset();
+      }
+      if (it->second == 0) continue;
+      --it->second;
+    }
+    int64_t session = record.session_id != 0 ? record.session_id : handle_session;
+    std::string timestamp = record.timestamp.empty() ? db::utc_timestamp() : record.timestamp;
+    ids[i] = db::insert_record(conn, record, workload, target, session, timestamp);
+  }
+  txn.commit();
+  return ids;
+}
+
+// check(): the engine's own findings first (on a damaged file the other checks would only add
+// noise, or read garbage), then the schema, references and each record. A lost server connection
+// is passed on for the caller to retry; any other failure is reported as a finding.
+std::vector<std::string> check_log(db::Connection& conn, const RecordValidator& validator) {
+  std::vector<std::string> problems;
+  try {
+    problems = db::storage_problems(conn);
+  } catch (const db::TransientError&) {
+    throw;
+  } catch (const DatabaseError& e) {
+    problems.push_back(e.what());
+  }
+  if (!problems.empty()) return problems;
+
+  try {
+    problems = db::schema_problems(conn);
+    if (!problems.empty()) return problems;
+    problems = db::reference_problems(conn);
+
+    // Then each record: damage first (it fails its checksum or cannot be decoded), else what
+    // import would refuse in it.
+    db::Statement all = conn.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
+    size_t bad = 0;
+    while (all.step()) {
+      db::RecordRow row = db::read_record_row(all);
+      std::optional<std::string> problem = row.problem;
+      if (!problem) {
+        std::optional<std::string> found = db::measurement_problem(row.record);
+        if (!found && validator) found = validator(row.record);
+        if (found) problem = "record " + std::to_string(row.record.id) + ": " + *found;
+      }
+      if (!problem) continue;
+      if (++bad <= kMaxReportedRecordProblems) problems.push_back(*problem);
+    }
+    if (bad > kMaxReportedRecordProblems) {
+      problems.push_back("... and " + std::to_string(bad - kMaxReportedRecordProblems) + " more bad records");
+    }
+  } catch (const db::TransientError&) {
+    throw;
+  } catch (const DatabaseError& e) {
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
 // A writable open of a path where nothing is: builds the new log in a file of its own beside the
 // path, then links it into place, so that the path goes from absent to a complete log and another
 // process never finds an empty or half-made file there (an empty file at a log's path is refused,
@@ -99,7 +180,7 @@ void create_log_file(const std::string& path) {
   };
   try {
     {
-      db::Connection conn(temporary, /*read_only=*/false);
+      db::SqliteConnection conn(temporary, /*read_only=*/false);
       db::create_schema(conn);
     }  // closing the only connection moves everything out of the write-ahead log into the file
     if (link(temporary.c_str(), path.c_str()) != 0 && errno != EEXIST) {
@@ -134,20 +215,36 @@ TuningLog::~TuningLog() = default;
 
 const std::string& TuningLog::path() const { return impl_->conn.path(); }
 
+bool is_postgres_url(std::string_view location) {
+  return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;
+}
+
+std::string TuningLog::display_name(const std::string& location) {
+  return is_postgres_url(location) ? db::redact_url(location) : location;
+}
+
 TuningLog TuningLog::open(const std::string& path, Mode mode) {
   if (path.empty()) throw DatabaseError("tuning log path is empty");
-  std::error_code ec;
-  auto status = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(status)) {
-    throw DatabaseError("tuning log '" + path + "' is a directory, not a file");
+  const bool read_only = mode == Mode::ReadOnly;
+  std::unique_ptr<db::Connection> conn;
+  if (is_postgres_url(path)) {
+    conn = std::make_unique<db::PostgresConnection>(path, read_only);
+  } else {
+    std::error_code ec;
+    auto status = std::filesystem::status(path, ec);
+    if (std::filesystem::is_directory(status)) {
+      throw DatabaseError("tuning log '" + path + "' is a directory, not a file");
+    }
+    if (!std::filesystem::exists(status)) {
+      if (read_only) throw DatabaseError("tuning log '" + path + "' does not exist");
+      create_log_file(path);
+    } else if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) == 0 && !ec) {
+      throw DatabaseError("tuning log '" + path +
+                          "' is an empty file, not a tessel log: remove it or name a new path");
+    }
+    conn = std::make_unique<db::SqliteConnection>(path, read_only);
   }
-  if (!std::filesystem::exists(status)) {
-    if (mode == Mode::ReadOnly) throw DatabaseError("tuning log '" + path + "' does not exist");
-    create_log_file(path);
-  } else if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) == 0 && !ec) {
-    throw DatabaseError("tuning log '" + path + "' is an empty file, not a tessel log: remove it or name a new path");
-  }
-  auto impl = std::make_unique<Impl>(path, mode == Mode::ReadOnly);
+  auto impl = std::make_unique<Impl>(std::move(conn));
   db::prepare_schema(impl->conn);
   return TuningLog(std::move(impl));
 }
@@ -168,11 +265,13 @@ int64_t TuningLog::begin_session(const SessionInfo& session) {
 #ifdef TESSEL_VERSION
   if (filled.tool_version.empty()) filled.tool_version = TESSEL_VERSION;
 #endif
-  db::Transaction txn(impl_->conn);
-  int64_t id = db::insert_session(impl_->conn, filled);
-  txn.commit();
-  impl_->session_id = id;
-  return id;
+  impl_->session_id = impl_->retrying([&] {
+    db::Transaction txn(impl_->conn);
+    int64_t id = db::insert_session(impl_->conn, filled);
+    txn.commit();
+    return id;
+  });
+  return impl_->session_id;
 }
 
 std::vector<int64_t> TuningLog::append(const std::vector<MeasureRecord>& batch) {
@@ -195,163 +294,116 @@ std::vector<int64_t> TuningLog::append_within_budget(const std::vector<MeasureRe
   }
   if (needs_session && impl_->session_id == 0) begin_session(SessionInfo{});
 
-  std::vector<int64_t> ids(batch.size(), 0);
-  db::Transaction txn(impl_->conn);
-  // Trials still allowed per (workload id, target id), counted under the write lock: no other
-  // writer can add one between the count and the insert.
-  std::map<std::pair<int64_t, int64_t>, int64_t> room;
-  db::Statement count = impl_->conn.prepare(
-      "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const MeasureRecord& record = batch[i];
-    int64_t workload = db::workload_id(impl_->conn, record.workload);
-    int64_t target = db::target_id(impl_->conn, record.target);
-    if (record.purpose == RecordPurpose::Trial) {
-      auto [it, fresh] = room.try_emplace({workload, target}, trial_budget);
-      if (fresh && trial_budget != kNoBudget) {
-        count.bind(1, workload).bind(2, target);
-        count.step();
-        it->second = std::max<int64_t>(0, trial_budget - count.column_int(0));
-        count.reset();
-      }
-      if (it->second == 0) continue;
-      --it->second;
-    }
-    int64_t session = record.session_id != 0 ? record.session_id : impl_->session_id;
-    std::string timestamp = record.timestamp.empty() ? db::utc_timestamp() : record.timestamp;
-    ids[i] = db::insert_record(impl_->conn, record, workload, target, session, timestamp);
-  }
-  txn.commit();
-  return ids;
+  return impl_->retrying([&] { return insert_within_budget(impl_->conn, batch, trial_budget, impl_->session_id); });
 }
 
 int64_t TuningLog::trial_count(const std::string& workload_key, const TargetInfo& target) const {
-  auto workload = db::find_workload(impl_->conn, workload_key);
-  auto target_row = db::find_target(impl_->conn, target);
-  if (!workload || !target_row) return 0;
-  db::Statement stmt = impl_->conn.prepare(
-      "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
-  stmt.bind(1, *workload).bind(2, *target_row);
-  stmt.step();
-  return stmt.column_int(0);
+  return impl_->retrying([&]() -> int64_t {
+    auto workload = db::find_workload(impl_->conn, workload_key);
+    auto target_row = db::find_target(impl_->conn, target);
+    if (!workload || !target_row) return 0;
+    db::Statement stmt = impl_->conn.prepare(
+        "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
+    stmt.bind(1, *workload).bind(2, *target_row);
+    stmt.step();
+    return stmt.column_int(0);
+  });
 }
 
 std::optional<MeasureRecord> TuningLog::best(const std::string& workload_key, const TargetInfo& target,
                                              const RecordValidator& usable) const {
-  auto workload = db::find_workload(impl_->conn, workload_key);
-  auto target_row = db::find_target(impl_->conn, target);
-  if (!workload || !target_row) return std::nullopt;
-  return best_of(impl_->conn, *workload, *target_row, usable);
+  return impl_->retrying([&]() -> std::optional<MeasureRecord> {
+    auto workload = db::find_workload(impl_->conn, workload_key);
+    auto target_row = db::find_target(impl_->conn, target);
+    if (!workload || !target_row) return std::nullopt;
+    return best_of(impl_->conn, *workload, *target_row, usable);
+  });
 }
 
 std::vector<MeasureRecord> TuningLog::best_per_workload_target(const RecordValidator& usable) const {
-  db::Statement pairs = impl_->conn.prepare(
-      (std::string("SELECT DISTINCT r.workload_id, r.target_id FROM records r JOIN workloads w ON w.id = "
-                   "r.workload_id JOIN targets t ON t.id = r.target_id WHERE r.error_code = 'ok'") +
-       kWorkloadTargetOrder)
-          .c_str());
-  std::vector<MeasureRecord> result;
-  while (pairs.step()) {
-    if (auto best = best_of(impl_->conn, pairs.column_int(0), pairs.column_int(1), usable))
-      result.push_back(std::move(*best));
-  }
-  return result;
+  return impl_->retrying([&] {
+    // Every (workload, target) pair with an ok record, in the export's order.
+    db::Statement pairs = impl_->conn.prepare(
+        (std::string("SELECT w.id, t.id FROM workloads w, targets t WHERE EXISTS (SELECT 1 FROM records r "
+                     "WHERE r.workload_id = w.id AND r.target_id = t.id AND r.error_code = 'ok')") +
+         kWorkloadTargetOrder)
+            .c_str());
+    std::vector<MeasureRecord> result;
+    while (pairs.step()) {
+      if (auto best = best_of(impl_->conn, pairs.column_int(0), pairs.column_int(1), usable))
+        result.push_back(std::move(*best));
+    }
+    return result;
+  });
 }
 
 bool TuningLog::holds(const std::string& workload_key, const TargetInfo& target,
                       const std::string& trace_json) const {
-  auto workload = db::find_workload(impl_->conn, workload_key);
-  auto target_row = db::find_target(impl_->conn, target);
-  if (!workload || !target_row) return false;
-  db::Statement stmt = impl_->conn.prepare(
-      "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND trace_json = ?3 LIMIT 1");
-  stmt.bind(1, *workload).bind(2, *target_row).bind(3, trace_json);
-  return stmt.step();
+  return impl_->retrying([&] {
+    auto workload = db::find_workload(impl_->conn, workload_key);
+    auto target_row = db::find_target(impl_->conn, target);
+    if (!workload || !target_row) return false;
+    db::Statement stmt = impl_->conn.prepare(
+        "SELECT 1 FROM records WHERE workload_id = ?1 AND target_id = ?2 AND trace_json = ?3 LIMIT 1");
+    stmt.bind(1, *workload).bind(2, *target_row).bind(3, trace_json);
+    return stmt.step();
+  });
 }
 
 std::vector<std::pair<int64_t, std::string>> TuningLog::settings(const std::string& workload_key,
                                                                  const TargetInfo& target) const {
-  auto workload = db::find_workload(impl_->conn, workload_key);
-  auto target_row = db::find_target(impl_->conn, target);
-  if (!workload || !target_row) return {};
-  db::Statement stmt = impl_->conn.prepare(
-      "SELECT MIN(id), settings_json FROM records WHERE workload_id = ?1 AND target_id = ?2 "
-      "GROUP BY settings_json ORDER BY MIN(id)");
-  stmt.bind(1, *workload).bind(2, *target_row);
-  std::vector<std::pair<int64_t, std::string>> out;
-  while (stmt.step()) out.emplace_back(stmt.column_int(0), stmt.column_text(1));
-  return out;
+  return impl_->retrying([&] {
+    std::vector<std::pair<int64_t, std::string>> out;
+    auto workload = db::find_workload(impl_->conn, workload_key);
+    auto target_row = db::find_target(impl_->conn, target);
+    if (!workload || !target_row) return out;
+    db::Statement stmt = impl_->conn.prepare(
+        "SELECT MIN(id), settings_json FROM records WHERE workload_id = ?1 AND target_id = ?2 "
+        "GROUP BY settings_json ORDER BY MIN(id)");
+    stmt.bind(1, *workload).bind(2, *target_row);
+    while (stmt.step()) out.emplace_back(stmt.column_int(0), stmt.column_text(1));
+    return out;
+  });
 }
 
 std::vector<MeasureRecord> TuningLog::records(const std::string& workload_key,
                                               const TargetInfo& target) const {
-  auto workload = db::find_workload(impl_->conn, workload_key);
-  auto target_row = db::find_target(impl_->conn, target);
-  if (!workload || !target_row) return {};
-  db::Statement stmt = impl_->conn.prepare(
-      (std::string(db::kRecordSelect) + " WHERE r.workload_id = ?1 AND r.target_id = ?2 ORDER BY r.id")
-          .c_str());
-  stmt.bind(1, *workload).bind(2, *target_row);
-  return read_sound_records(stmt, path());
+  return records_after(workload_key, target, 0);
 }
 
+std::vector<MeasureRecord> TuningLog::records_after(const std::string& workload_key, const TargetInfo& target,
+                                                    int64_t after_id) const {
+  return impl_->retrying([&]() -> std::vector<MeasureRecord> {
+    auto workload = db::find_workload(impl_->conn, workload_key);
+    auto target_row = db::find_target(impl_->conn, target);
+    if (!workload || !target_row) return {};
+    db::Statement stmt = impl_->conn.prepare(
+        (std::string(db::kRecordSelect) +
+         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.id > ?3 ORDER BY r.id")
+            .c_str());
+    stmt.bind(1, *workload).bind(2, *target_row).bind(3, after_id);
+    return read_sound_records(stmt, path());
+  });
+}
+
+int64_t TuningLog::session_id() const { return impl_->session_id; }
+
 TuningLog::Counts TuningLog::counts() const {
-  // One statement, so that all the numbers come from the same snapshot.
-  db::Statement stmt = impl_->conn.prepare(
-      "SELECT (SELECT count(*) FROM workloads), (SELECT count(*) FROM targets), "
-      "(SELECT count(*) FROM sessions), (SELECT count(*) FROM records), "
-      "(SELECT count(*) FROM records WHERE error_code <> 'ok'), "
-      "(SELECT count(*) FROM records WHERE purpose = 'retime')");
-  stmt.step();
-  return Counts{stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3),
-                stmt.column_int(4), stmt.column_int(5)};
+  return impl_->retrying([&] {
+    // One statement, so that all the numbers come from the same snapshot.
+    db::Statement stmt = impl_->conn.prepare(
+        "SELECT (SELECT count(*) FROM workloads), (SELECT count(*) FROM targets), "
+        "(SELECT count(*) FROM sessions), (SELECT count(*) FROM records), "
+        "(SELECT count(*) FROM records WHERE error_code <> 'ok'), "
+        "(SELECT count(*) FROM records WHERE purpose = 'retime')");
+    stmt.step();
+    return Counts{stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3),
+                  stmt.column_int(4), stmt.column_int(5)};
+  });
 }
 
 std::vector<std::string> TuningLog::check(const RecordValidator& validator) const {
-  db::Connection& conn = impl_->conn;
-  std::vector<std::string> problems;
-  try {
-    for (auto& line : db::pragma_check(conn, "PRAGMA integrity_check(100)")) {
-      problems.push_back("integrity_check: " + line);
-    }
-  } catch (const DatabaseError& e) {
-    problems.push_back(e.what());
-  }
-  // On a damaged b-tree the remaining checks would only add noise (or read garbage).
-  if (!problems.empty()) return problems;
-
-  try {
-    problems = db::schema_problems(conn);
-    if (!problems.empty()) return problems;
-
-    db::Statement foreign = conn.prepare("SELECT * FROM pragma_foreign_key_check");
-    while (foreign.step()) {
-      problems.push_back("row " + std::to_string(foreign.column_int(1)) + " of " + foreign.column_text(0) +
-                         " refers to a missing row of " + foreign.column_text(2));
-    }
-
-    // Then each record: damage first (it fails its checksum or cannot be decoded), else what
-    // import would refuse in it.
-    db::Statement all = conn.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
-    size_t bad = 0;
-    while (all.step()) {
-      db::RecordRow row = db::read_record_row(all);
-      std::optional<std::string> problem = row.problem;
-      if (!problem) {
-        std::optional<std::string> found = db::measurement_problem(row.record);
-        if (!found && validator) found = validator(row.record);
-        if (found) problem = "record " + std::to_string(row.record.id) + ": " + *found;
-      }
-      if (!problem) continue;
-      if (++bad <= kMaxReportedRecordProblems) problems.push_back(*problem);
-    }
-    if (bad > kMaxReportedRecordProblems) {
-      problems.push_back("... and " + std::to_string(bad - kMaxReportedRecordProblems) + " more bad records");
-    }
-  } catch (const DatabaseError& e) {
-    problems.push_back(e.what());
-  }
-  return problems;
+  return impl_->retrying([&] { return check_log(impl_->conn, validator); });
 }
 
 }  // namespace tessel

@@ -1,6 +1,7 @@
-// The tuning log: every measurement a tuning session makes, kept in one SQLite file that survives
-// crashes, concurrent writers and files shared between machines. Replay (best schedule per workload
-// and target), JSON-lines export/import and merging of logs live here too.
+// The tuning log: every measurement a tuning session makes, kept in one SQLite file or in a
+// PostgreSQL database, either of which survives crashes, concurrent writers and sharing between
+// machines. Replay (best schedule per workload and target), JSON-lines export/import and merging of
+// logs live here too.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,9 @@
 
 namespace tessel {
 
-// Anything wrong with a log file: cannot open, damaged, from a newer tessel, not a tessel log, an
-// empty file, read-only when written, or a record that cannot be stored. The message names the file
+// Anything wrong with a log: cannot open (or connect), damaged, from a newer tessel, not a tessel
+// log, an empty file, read-only when written, a database server gone for longer than the retries
+// wait, or a record that cannot be stored. The message names the file or URL (never its password)
 // and says what to do. A log that cannot be used is bad input, like any other unusable input file
 // (the CLI exits with code 2).
 class DatabaseError : public InputError {
@@ -105,18 +107,26 @@ struct ImportReport {
   std::vector<std::string> errors;
 };
 
-// A handle on one log file. Many processes may write the same file at once: writes take the lock
-// with BEGIN IMMEDIATE and wait (busy timeout plus retries) instead of failing with SQLITE_BUSY.
-// Move-only; not for concurrent use from several threads.
+// Whether `location` names a log in PostgreSQL (a libpq connection URI: postgresql://... or
+// postgres://...) rather than a SQLite file.
+bool is_postgres_url(std::string_view location);
+
+// A handle on one log. Many processes, on many hosts for a PostgreSQL log, may write the same log
+// at once: a write transaction takes the log's write lock first (SQLite: BEGIN IMMEDIATE, waiting
+// out other writers instead of failing with SQLITE_BUSY; PostgreSQL: an advisory lock) and holds
+// it to COMMIT. On PostgreSQL, work interrupted by a lost server connection (a restart, say) is
+// retried whole for up to a minute. Move-only; not for concurrent use from several threads.
 class TuningLog {
  public:
   enum class Mode { ReadOnly, ReadWrite };
 
-  // Opens `path`. ReadWrite creates a new log when the path does not exist (built beside it and
-  // linked into place complete, so that no other process ever sees half a log), migrates an older
-  // schema in one transaction and runs PRAGMA quick_check. Throws DatabaseError (naming the path)
-  // when the file is not a tessel log (an empty file included: a new log needs a new path), is
-  // damaged, comes from a newer tessel, or cannot be written in ReadWrite mode.
+  // Opens `path`: a SQLite file, or a PostgreSQL database named by a URL (see is_postgres_url).
+  // ReadWrite creates a new log when the path does not exist (built beside it and linked into place
+  // complete, so that no other process ever sees half a log) or the database holds no tessel
+  // tables (created in one transaction), migrates an older schema in one transaction and runs
+  // PRAGMA quick_check. Throws DatabaseError (naming the path) when the file or database is not a
+  // tessel log (an empty file included: a new log needs a new path), is damaged, comes from a newer
+  // tessel, cannot be reached or cannot be written in ReadWrite mode.
   static TuningLog open(const std::string& path, Mode mode);
 
   // Opens `path` read-only and returns check()'s findings, or the reason it could not be opened.
@@ -127,17 +137,20 @@ class TuningLog {
   TuningLog& operator=(TuningLog&&) noexcept;
   ~TuningLog();
 
+  // The file path, or the URL without its password.
   const std::string& path() const;
+  // What path() of a log at `location` is: the location itself, or a URL without its password.
+  static std::string display_name(const std::string& location);
 
   // Starts a session; records appended with session_id 0 belong to it. Returns its id.
   int64_t begin_session(const SessionInfo& session);
 
-  // Stores `batch` in one BEGIN IMMEDIATE transaction and returns the new record ids, in order,
-  // only after COMMIT: once it returns, the records survive a crash of this process.
+  // Stores `batch` in one write transaction and returns the new record ids, in order, only after
+  // COMMIT: once it returns, the records survive a crash of this process.
   std::vector<int64_t> append(const std::vector<MeasureRecord>& batch);
 
   // append() under a trial budget: the budget of a (workload, target) pair is a property of the log,
-  // so that tuners sharing one log stop together. Inside the one BEGIN IMMEDIATE transaction that
+  // so that tuners sharing one log stop together. Inside the one write transaction that
   // inserts, counts each pair's trial records (RecordPurpose::Trial, failed ones included) and stores
   // the batch's trials of that pair, in batch order, only while the count stays within
   // `trial_budget`; retimes are always stored. Returns one entry per record of `batch`: its new id,
@@ -176,6 +189,13 @@ class TuningLog {
   // Every record of (workload key, target), trials and retimes, in insertion order (for resuming
   // and training).
   std::vector<MeasureRecord> records(const std::string& workload_key, const TargetInfo& target) const;
+  // The same, only those with an id above `after_id`: what other writers stored since a record the
+  // caller has seen (ids grow with every append).
+  std::vector<MeasureRecord> records_after(const std::string& workload_key, const TargetInfo& target,
+                                           int64_t after_id) const;
+
+  // The session begun on this handle (begin_session, or the first append), 0 until there is one.
+  int64_t session_id() const;
 
   struct Counts {
     int64_t workloads = 0, targets = 0, sessions = 0, records = 0, error_records = 0;
@@ -183,10 +203,11 @@ class TuningLog {
   };
   Counts counts() const;
 
-  // Integrity problems: PRAGMA integrity_check, schema and foreign-key checks, per-record checksums,
-  // then what import refuses in a record ("record 12: median_s: must be above 0 in an ok record"):
-  // the log's own checks of a measurement and the validator's. Empty means sound. Never throws for
-  // a damaged file; the damage is reported instead.
+  // Integrity problems: PRAGMA integrity_check and foreign-key checks (SQLite; a PostgreSQL server
+  // keeps both itself), schema checks, per-record checksums, then what import refuses in a record
+  // ("record 12: median_s: must be above 0 in an ok record"): the log's own checks of a measurement
+  // and the validator's. Empty means sound. Never throws for a damaged file; the damage is reported
+  // instead.
   std::vector<std::string> check(const RecordValidator& validator = {}) const;
 
   // JSON lines, one self-contained record per line (format version 1, see tuning_log_jsonl.cpp),
@@ -206,8 +227,8 @@ class TuningLog {
   // The same for several JSON-lines files, read from their paths: all of them or nothing.
   ImportReport import_jsonl_files(const std::vector<std::string>& paths, const RecordValidator& validator = {});
 
-  // Imports every record of other log files (opened read-only), with import_jsonl's rules: all of
-  // them or nothing, a record named "<path>: record <id>".
+  // Imports every record of other logs (SQLite files or PostgreSQL URLs, opened read-only), with
+  // import_jsonl's rules: all of them or nothing, a record named "<path>: record <id>".
   ImportReport merge(const std::vector<std::string>& other_paths, const RecordValidator& validator = {});
   ImportReport merge(const std::string& other_path, const RecordValidator& validator = {});
 
@@ -215,6 +236,8 @@ class TuningLog {
   struct Impl;
   explicit TuningLog(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  friend class WorkQueue;    // a shared session's tables live in the log (database/work_queue.h)
+  friend class LeaseKeeper;
 };
 
 }  // namespace tessel

@@ -2,15 +2,17 @@
 // tuning_log_jsonl.cpp (export, import, merge). Internal to database/.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 
-#include "database/sqlite_connection.h"
+#include "database/connection.h"
 #include "database/tuning_log.h"
 
 namespace tessel {
 
 struct TuningLog::Impl {
-  Impl(const std::string& path, bool read_only) : conn(path, read_only) {}
+  explicit Impl(std::unique_ptr<db::Connection> connection) : owned(std::move(connection)), conn(*owned) {}
 
   // Throws unless the handle may write.
   void require_writable(const char* operation) const {
@@ -19,7 +21,15 @@ struct TuningLog::Impl {
     }
   }
 
-  db::Connection conn;
+  // Runs `work` (its own transactions included) again, whole, while the connection to a database
+  // server is being recovered; see db::with_retries.
+  template <typename Work>
+  auto retrying(Work&& work) -> decltype(work()) {
+    return db::with_retries(conn, std::forward<Work>(work));
+  }
+
+  std::unique_ptr<db::Connection> owned;
+  db::Connection& conn;
   int64_t session_id = 0;  // the session begun on this handle, 0 until there is one
 };
 

@@ -1,4 +1,4 @@
-// JSON-lines export and import of the tuning log, and merging of log files.
+// JSON-lines export and import of the tuning log, and merging of logs.
 //
 // Format version 1: one JSON object per line, keys sorted, with everything needed to use the record
 // without any other line:
@@ -222,75 +222,139 @@ struct ImportSet {
   }
 
   // Stores every item in one transaction, or nothing when any cannot be stored (its workload key
-  // is held with another text); applies the duplicate rule of import_jsonl.
+  // is held with another text); applies the duplicate rule of import_jsonl. The transaction runs
+  // again, whole, after a lost server connection.
   void store(db::Connection& conn) {
     if (!report.errors.empty() || items.empty()) return;
+    Outcome outcome = db::with_retries(conn, [&] { return store_once(conn); });
+    if (!outcome.errors.empty()) {
+      report.errors = std::move(outcome.errors);
+      return;
+    }
+    report.imported = outcome.imported;
+    report.duplicates = outcome.duplicates;
+  }
+
+ private:
+  struct Outcome {
+    int64_t imported = 0, duplicates = 0;
+    std::vector<std::string> errors;
+  };
+
+  Outcome store_once(db::Connection& conn) const {
+    Outcome outcome;
     db::Transaction txn(conn);
     std::vector<int64_t> session_ids(sessions.size(), 0);
-    int64_t imported = 0, duplicates = 0;
     for (const Item& item : items) {
       const MeasureRecord& r = item.record;
       if (auto mismatch = db::workload_mismatch(conn, r.workload)) {
-        report.errors.push_back(item.origin + ": workload.key: " + *mismatch);
+        outcome.errors.push_back(item.origin + ": workload.key: " + *mismatch);
         continue;
       }
       int64_t workload = db::workload_id(conn, r.workload);
       int64_t target = db::target_id(conn, r.target);
       if (db::has_identical_record(conn, r, workload, target)) {
-        ++duplicates;
+        ++outcome.duplicates;
         continue;
       }
       int64_t& session = session_ids[item.session];
       if (session == 0) session = db::find_or_insert_session(conn, sessions[item.session]);
       db::insert_record(conn, r, workload, target, session, r.timestamp);
-      ++imported;
+      ++outcome.imported;
     }
-    if (!report.errors.empty()) return;  // the transaction rolls back: the log is as it was
-    txn.commit();
-    report.imported = imported;
-    report.duplicates = duplicates;
+    if (outcome.errors.empty()) txn.commit();  // else the transaction rolls back: the log is as it was
+    return outcome;
   }
 };
+
+// Every session of a log, by id.
+std::map<int64_t, SessionInfo> read_sessions(db::Connection& conn) {
+  std::map<int64_t, SessionInfo> sessions;
+  db::Statement rows = conn.prepare("SELECT id, label, options_json, tool_version, host, start_time FROM sessions");
+  while (rows.step()) {
+    sessions[rows.column_int(0)] = {rows.column_text(1), rows.column_text(2), rows.column_text(3),
+                                    rows.column_text(4), rows.column_text(5)};
+  }
+  return sessions;
+}
+
+// Writes the export of one snapshot of the log; `started` turns true with the first line.
+void write_export(db::Connection& conn, std::ostream& out, bool& started) {
+  // One read transaction: sessions and records come from the same snapshot even while other
+  // processes keep appending.
+  db::ReadTransaction snapshot(conn);
+  const std::map<int64_t, SessionInfo> sessions = read_sessions(conn);
+  db::Statement rows =
+      conn.prepare((std::string(db::kRecordSelect) +
+                    " ORDER BY w.key, t.kind, t.arch, t.device_name, t.driver_version, t.toolkit_version, "
+                    "t.cpu_features, r.timestamp, r.id")
+                       .c_str());
+  const std::string& path = conn.path();
+  while (rows.step()) {
+    db::RecordRow row = db::read_record_row(rows);
+    if (row.problem) {
+      throw DatabaseError("tuning log '" + path + "': cannot export: " + *row.problem +
+                          "; run `tessel db check --db " + path + "`");
+    }
+    auto session = sessions.find(row.record.session_id);
+    if (session == sessions.end()) {
+      throw DatabaseError("tuning log '" + path + "': cannot export: record " + std::to_string(row.record.id) +
+                          " refers to a missing session");
+    }
+    started = true;
+    out << to_line(row.record, session->second).dump() << '\n';
+  }
+  snapshot.finish();
+}
+
+// A record of another log, read for merge(): the record with its session, or why it cannot be used.
+struct SourceRecord {
+  std::optional<std::string> error;
+  std::string origin;  // "PATH: record 12"
+  MeasureRecord record;
+  SessionInfo session;
+};
+
+// Every record of the log behind `conn`, from one snapshot, in id order.
+std::vector<SourceRecord> read_source(db::Connection& conn) {
+  std::vector<SourceRecord> result;
+  const std::string& path = conn.path();
+  db::ReadTransaction snapshot(conn);  // one snapshot of the other log, even while it is being written
+  const std::map<int64_t, SessionInfo> sessions = read_sessions(conn);
+  db::Statement rows = conn.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
+  while (rows.step()) {
+    db::RecordRow row = db::read_record_row(rows);
+    SourceRecord& source = result.emplace_back();
+    if (row.problem) {
+      source.error = path + ": " + *row.problem;
+      continue;
+    }
+    source.origin = path + ": record " + std::to_string(row.record.id);
+    auto session = sessions.find(row.record.session_id);
+    if (session == sessions.end()) {
+      source.error = source.origin + ": session: refers to a missing session";
+      continue;
+    }
+    source.record = std::move(row.record);
+    source.session = session->second;
+  }
+  snapshot.finish();
+  return result;
+}
 
 }  // namespace
 
 void TuningLog::export_jsonl(std::ostream& out) const {
-  db::Connection& conn = impl_->conn;
-  // One read transaction: sessions and records come from the same snapshot even while other
-  // processes keep appending.
-  conn.exec("BEGIN");
-  try {
-    std::map<int64_t, SessionInfo> sessions;
-    db::Statement session_rows =
-        conn.prepare("SELECT id, label, options_json, tool_version, host, start_time FROM sessions");
-    while (session_rows.step()) {
-      sessions[session_rows.column_int(0)] = {session_rows.column_text(1), session_rows.column_text(2),
-                                              session_rows.column_text(3), session_rows.column_text(4),
-                                              session_rows.column_text(5)};
+  bool started = false;
+  impl_->retrying([&] {
+    try {
+      write_export(impl_->conn, out, started);
+    } catch (const db::TransientError& e) {
+      // Lines already written would be written twice by a re-run.
+      if (started) throw DatabaseError(std::string(e.what()) + "; the export is incomplete");
+      throw;
     }
-    db::Statement rows =
-        conn.prepare((std::string(db::kRecordSelect) +
-                      " ORDER BY w.key, t.kind, t.arch, t.device_name, t.driver_version, t.toolkit_version, "
-                      "t.cpu_features, r.timestamp, r.id")
-                         .c_str());
-    while (rows.step()) {
-      db::RecordRow row = db::read_record_row(rows);
-      if (row.problem) {
-        throw DatabaseError("tuning log '" + path() + "': cannot export: " + *row.problem +
-                            "; run `tessel db check --db " + path() + "`");
-      }
-      auto session = sessions.find(row.record.session_id);
-      if (session == sessions.end()) {
-        throw DatabaseError("tuning log '" + path() + "': cannot export: record " +
-                            std::to_string(row.record.id) + " refers to a missing session");
-      }
-      out << to_line(row.record, session->second).dump() << '\n';
-    }
-  } catch (...) {
-    conn.exec_quietly("ROLLBACK");
-    throw;
-  }
-  conn.exec("COMMIT");
+  });
   out.flush();
   if (!out) throw DatabaseError("tuning log '" + path() + "': writing the export failed");
 }
@@ -325,37 +389,13 @@ ImportReport TuningLog::merge(const std::vector<std::string>& other_paths, const
   ImportSet set;
   for (const std::string& other_path : other_paths) {
     TuningLog other = open(other_path, Mode::ReadOnly);
-    db::Connection& from = other.impl_->conn;
-    from.exec("BEGIN");  // one snapshot of the other log, even while it is being written
-    try {
-      std::map<int64_t, SessionInfo> other_sessions;
-      db::Statement session_rows =
-          from.prepare("SELECT id, label, options_json, tool_version, host, start_time FROM sessions");
-      while (session_rows.step()) {
-        other_sessions[session_rows.column_int(0)] = {session_rows.column_text(1), session_rows.column_text(2),
-                                                      session_rows.column_text(3), session_rows.column_text(4),
-                                                      session_rows.column_text(5)};
+    for (SourceRecord& source : other.impl_->retrying([&] { return read_source(other.impl_->conn); })) {
+      if (source.error) {
+        set.report.errors.push_back(std::move(*source.error));
+      } else {
+        set.add(std::move(source.record), source.session, std::move(source.origin), validator);
       }
-      db::Statement rows = from.prepare((std::string(db::kRecordSelect) + " ORDER BY r.id").c_str());
-      while (rows.step()) {
-        db::RecordRow row = db::read_record_row(rows);
-        if (row.problem) {
-          set.report.errors.push_back(other_path + ": " + *row.problem);
-          continue;
-        }
-        std::string origin = other_path + ": record " + std::to_string(row.record.id);
-        auto session = other_sessions.find(row.record.session_id);
-        if (session == other_sessions.end()) {
-          set.report.errors.push_back(origin + ": session: refers to a missing session");
-          continue;
-        }
-        set.add(std::move(row.record), session->second, std::move(origin), validator);
-      }
-    } catch (...) {
-      from.exec_quietly("ROLLBACK");
-      throw;
     }
-    from.exec("COMMIT");
   }
   set.store(impl_->conn);
   return std::move(set.report);

@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ make pkg-config
   llvm-19-dev libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev libncurses-dev
   libsqlite3-dev sqlite3
+  libpq-dev postgresql
   libxgboost-dev
   nlohmann-json3-dev
   catch2

@@ -21,7 +21,7 @@ namespace {
 
 TuningLog open_log(const std::string& db) {
   if (db.empty()) throw InputError("--db PATH is required");
-  if (!std::filesystem::exists(db)) throw InputError("tuning log '" + db + "' does not exist");
+  if (!is_postgres_url(db) && !std::filesystem::exists(db)) throw InputError("tuning log '" + db + "' does not exist");
   return TuningLog::open(db, TuningLog::Mode::ReadOnly);
 }
 

@@ -26,9 +26,12 @@ constexpr const char* kUsage =
     "  best    --db PATH [--json]      best valid record per (workload, target)\n"
     "  check   --db PATH               integrity and record checks; exit 1 when a check fails\n"
     "  export  --db PATH [-o FILE]     JSON lines to FILE (default: standard output)\n"
-    "  import  --db PATH FILE...       add the records of JSON-lines files (all, or none if one is bad)\n"
-    "  merge   --db PATH OTHER...      add every record of other log files (all, or none if one is bad)\n"
-    "  migrate --db PATH               upgrade an existing older log to the current schema\n";
+    "  import  --db PATH SOURCE...     add the records of JSON-lines files, or of other logs (all, or none\n"
+    "                                  if one is bad)\n"
+    "  merge   --db PATH OTHER...      add every record of other logs (all, or none if one is bad)\n"
+    "  migrate --db PATH               upgrade an existing older log to the current schema\n"
+    "A log (PATH, OTHER, SOURCE) is a SQLite file or a PostgreSQL database URL,\n"
+    "postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?PARAMETERS].\n";
 
 // Errors printed for a refused import; the rest are counted.
 constexpr size_t kMaxPrintedImportErrors = 100;
@@ -76,6 +79,11 @@ void expect_no_files(const Arguments& a) {
   if (!a.files.empty()) {
     throw UsageError{"tessel db " + a.command + ": unexpected argument '" + a.files.front() + "'"};
   }
+}
+
+// How output names a log or file: a URL without its password.
+std::string shown(const std::string& location) {
+  return TuningLog::display_name(location);
 }
 
 std::string describe(const TargetInfo& t) {
@@ -128,7 +136,7 @@ int best(const Arguments& a, std::ostream& out) {
     return 0;
   }
   if (records.empty()) {
-    out << "no valid records in " << a.db << "\n";
+    out << "no valid records in " << shown(a.db) << "\n";
     return 0;
   }
   char line[512];
@@ -147,13 +155,14 @@ int best(const Arguments& a, std::ostream& out) {
 
 int check(const Arguments& a, std::ostream& out, std::ostream& err) {
   expect_no_files(a);
-  if (!std::filesystem::exists(a.db)) throw UsageError{"tuning log '" + a.db + "' does not exist"};
+  if (!is_postgres_url(a.db) && !std::filesystem::exists(a.db))
+    throw UsageError{"tuning log '" + a.db + "' does not exist"};
   auto problems = TuningLog::check_file(a.db, record_validator());
   if (problems.empty()) {
     out << "ok\n";
     return 0;
   }
-  err << a.db << ": " << problems.size() << " problem" << (problems.size() == 1 ? "" : "s")
+  err << shown(a.db) << ": " << problems.size() << " problem" << (problems.size() == 1 ? "" : "s")
       << " (the tuning log is damaged or holds records that cannot be used):\n";
   for (const auto& problem : problems) err << "  " << problem << "\n";
   return 1;
@@ -195,34 +204,53 @@ std::string joined(const std::vector<std::string>& names) {
   return text;
 }
 
+// Whether an input of import or merge is a tuning log rather than JSON lines: a PostgreSQL URL, or
+// a file that starts with SQLite's header.
+bool is_log(const std::string& source) {
+  if (is_postgres_url(source)) return true;
+  static constexpr char kSqliteHeader[] = "SQLite format 3";  // with its NUL: the file's first 16 bytes
+  char header[sizeof kSqliteHeader] = {};
+  std::ifstream in(source, std::ios::binary);
+  return in.read(header, sizeof header) && std::equal(header, header + sizeof header, kSqliteHeader);
+}
+
 int import_or_merge(const Arguments& a, std::ostream& out, std::ostream& err, bool merge) {
   if (a.files.empty()) {
-    throw UsageError{"tessel db " + a.command + ": give at least one " + (merge ? "log" : "JSON-lines") +
-                     " file"};
+    throw UsageError{"tessel db " + a.command + ": give at least one " + (merge ? "log" : "JSON-lines file or log")};
   }
   // Check every input up front, so that a typo costs no work.
+  std::vector<std::string> sources;
   for (const auto& file : a.files) {
-    if (!std::filesystem::is_regular_file(file))
+    if (!is_postgres_url(file) && !std::filesystem::is_regular_file(file))
       throw UsageError{"'" + file + "' does not exist or is not a file"};
+    sources.push_back(shown(file));
   }
-  const bool existed = std::filesystem::exists(a.db);
+  // import takes logs too, so that a log moves between SQLite and PostgreSQL by one import.
+  const bool logs = merge || std::all_of(a.files.begin(), a.files.end(), is_log);
+  if (!logs && std::any_of(a.files.begin(), a.files.end(), is_log)) {
+    throw UsageError{"tessel db import: give JSON-lines files or tuning logs, not both in one import"};
+  }
+  // A database (URL) is never removed: only a file this command created.
+  const bool existed = is_postgres_url(a.db) || std::filesystem::exists(a.db);
   ImportReport r;
   bool left_empty = false;
+  std::string name;
   {
     auto log = TuningLog::open(a.db, TuningLog::Mode::ReadWrite);
-    r = merge ? log.merge(a.files, record_validator()) : log.import_jsonl_files(a.files, record_validator());
+    name = log.path();
+    r = logs ? log.merge(a.files, record_validator()) : log.import_jsonl_files(a.files, record_validator());
     left_empty = !existed && !r.errors.empty() && log.counts().records == 0;
   }
   if (r.errors.empty()) {
-    out << joined(a.files) << ": imported " << r.imported << ", duplicates skipped " << r.duplicates << "\n";
+    out << joined(sources) << ": imported " << r.imported << ", duplicates skipped " << r.duplicates << "\n";
     return 0;
   }
   for (size_t i = 0; i < r.errors.size() && i < kMaxPrintedImportErrors; ++i) err << "error: " << r.errors[i] << "\n";
   if (r.errors.size() > kMaxPrintedImportErrors)
     err << "error: ... and " << r.errors.size() - kMaxPrintedImportErrors << " more bad records\n";
-  err << "error: tuning log '" << a.db << "': nothing imported (" << r.errors.size() << " bad record"
-      << (r.errors.size() == 1 ? "" : "s") << " in " << joined(a.files) << "); the log is unchanged\n";
-  // A log this command created and left empty: leave no file behind.
+  err << "error: tuning log '" << name << "': nothing imported (" << r.errors.size() << " bad record"
+      << (r.errors.size() == 1 ? "" : "s") << " in " << joined(sources) << "); the log is unchanged\n";
+  // A log file this command created and left empty: leave no file behind.
   if (left_empty) {
     std::error_code ignored;
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(a.db + suffix, ignored);
@@ -232,10 +260,12 @@ int import_or_merge(const Arguments& a, std::ostream& out, std::ostream& err, bo
 
 int migrate(const Arguments& a, std::ostream& out) {
   expect_no_files(a);
-  if (!std::filesystem::exists(a.db))
+  // Opening a database without a log for writing would create one; a read-only open refuses it.
+  if (is_postgres_url(a.db)) TuningLog::open(a.db, TuningLog::Mode::ReadOnly);
+  if (!is_postgres_url(a.db) && !std::filesystem::exists(a.db))
     throw UsageError{"tuning log '" + a.db + "' does not exist; there is nothing to migrate"};
-  TuningLog::open(a.db, TuningLog::Mode::ReadWrite);  // opening for writing migrates
-  out << a.db << ": schema is current\n";
+  auto log = TuningLog::open(a.db, TuningLog::Mode::ReadWrite);  // opening for writing migrates
+  out << log.path() << ": schema is current\n";
   return 0;
 }
 

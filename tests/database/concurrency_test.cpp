@@ -21,21 +21,6 @@ using namespace tessel::testing;
 
 namespace {
 
-// Runs `body` in a child process and never returns into Catch there: the exit code says whether
-// the body threw (the message goes to stderr).
-template <typename Body>
-pid_t spawn(Body body) {
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  int code = 0;
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "child %d: %s\n", getpid(), e.what());
-    code = 1;
-  }
-  _exit(code);
-}
 
 }  // namespace
 

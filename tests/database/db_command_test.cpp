@@ -15,16 +15,6 @@ using namespace tessel::testing;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result db(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = run_db_command(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 }  // namespace
 
@@ -87,7 +77,7 @@ TEST_CASE("tessel db reports bad arguments and bad files with exit code 2", "[da
   std::string path = dir.file("log.db");
   TuningLog::open(path, TuningLog::Mode::ReadWrite).append({real_record(matmul_workload(), "a", 1e-3)});
 
-  auto expect_error = [](const Result& r, const std::string& fragment) {
+  auto expect_error = [](const DbResult& r, const std::string& fragment) {
     INFO(r.err);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(fragment));

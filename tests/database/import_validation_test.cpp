@@ -27,16 +27,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result db(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = run_db_command(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 // A split of the matmul's first loop: a trace that replays on matmul_workload().
 std::string split_trace(int factor) {
@@ -171,7 +161,7 @@ TEST_CASE("import refuses every hostile field with its line and field, and store
       CHECK_THAT(report.errors[0], Catch::StartsWith(file + ": line 2: " + h.problem));
       CHECK(log.counts().records == 1);
     }
-    Result r = db({"import", "--db", path, file});
+    DbResult r = db({"import", "--db", path, file});
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::StartsWith("error: " + file + ": line 2: " + h.problem));
     CHECK_THAT(r.err, Catch::Contains("nothing imported") && Catch::Contains(path));
@@ -205,15 +195,15 @@ TEST_CASE("one bad line among 22 imports nothing, and the fixed file imports onc
   TuningLog::open(path, TuningLog::Mode::ReadWrite).append({real_record(w, "mine", 5e-3)});
   const std::string before = read_file(path);
 
-  Result refused = db({"import", "--db", path, good_file, bad_file});  // all files, or none
+  DbResult refused = db({"import", "--db", path, good_file, bad_file});  // all files, or none
   CHECK(refused.code == 2);
   CHECK_THAT(refused.err, Catch::StartsWith("error: " + bad_file + ": line 12: median_s:"));
   CHECK(read_file(path) == before);
 
-  Result ok = db({"import", "--db", path, good_file});
+  DbResult ok = db({"import", "--db", path, good_file});
   CHECK(ok.code == 0);
   CHECK_THAT(ok.out, Catch::Contains("imported 22, duplicates skipped 0"));
-  Result again = db({"import", "--db", path, good_file});
+  DbResult again = db({"import", "--db", path, good_file});
   CHECK(again.code == 0);
   CHECK_THAT(again.out, Catch::Contains("imported 0, duplicates skipped 22"));
   CHECK(TuningLog::open(path, TuningLog::Mode::ReadOnly).counts().records == 23);
@@ -287,7 +277,7 @@ TEST_CASE("db check finds in a log what import refuses, and replay never picks s
   }
   const std::string before = read_file(path);
 
-  Result check = db({"check", "--db", path});
+  DbResult check = db({"check", "--db", path});
   CHECK(check.code == 1);
   CHECK_THAT(check.err, Catch::Contains("record 2: median_s: must be above 0 in an ok record"));
   CHECK_THAT(check.err, Catch::Contains("record 3: trace_json: invalid schedule: step 0"));
@@ -301,7 +291,7 @@ TEST_CASE("db check finds in a log what import refuses, and replay never picks s
   auto best = log.best(w.key, cpu_target(), record_validator());
   REQUIRE(best.has_value());
   CHECK(best->trace_json == honest.trace_json);
-  Result listed = db({"best", "--db", path, "--json"});
+  DbResult listed = db({"best", "--db", path, "--json"});
   REQUIRE(listed.code == 0);
   CHECK(json::parse(listed.out)[0]["trace_json"] == honest.trace_json);
 
@@ -309,7 +299,7 @@ TEST_CASE("db check finds in a log what import refuses, and replay never picks s
   const std::string clean = dir.file("clean.db");
   TuningLog::open(clean, TuningLog::Mode::ReadWrite).append({real_record(w, "mine", 5e-3)});
   const std::string clean_before = read_file(clean);
-  Result merged = db({"merge", "--db", clean, path});
+  DbResult merged = db({"merge", "--db", clean, path});
   CHECK(merged.code == 2);
   CHECK_THAT(merged.err, Catch::StartsWith("error: " + path + ": record 2: median_s:"));
   CHECK_THAT(merged.err, Catch::Contains(path + ": record 3: trace_json:") &&
@@ -324,10 +314,10 @@ TEST_CASE("a record whose key is not its workload's is refused and reported", "[
   MeasureRecord lying = real_record(matmul_workload(), "a", 1e-3);
   lying.workload.key = matmul_workload(16, 16, 16).key;  // another workload's key, this one's text
   TuningLog::open(path, TuningLog::Mode::ReadWrite).append({lying});
-  Result check = db({"check", "--db", path});
+  DbResult check = db({"check", "--db", path});
   CHECK(check.code == 1);
   CHECK_THAT(check.err, Catch::Contains("record 1: workload.key: '" + lying.workload.key + "' is not the key"));
-  Result best = db({"best", "--db", path, "--json"});
+  DbResult best = db({"best", "--db", path, "--json"});
   CHECK(best.code == 0);
   CHECK(json::parse(best.out).empty());
 }

@@ -2,7 +2,11 @@
 // records with sensible defaults.
 #pragma once
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -10,6 +14,7 @@
 #include <string>
 
 #include "database/tuning_log.h"
+#include "tools/db_command.h"
 
 namespace tessel::testing {
 
@@ -69,6 +74,64 @@ inline std::string read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
+}
+
+// Runs `body` in a child process and never returns into Catch there: the exit code says whether
+// the body threw (the message goes to stderr).
+template <typename Body>
+pid_t spawn(Body body) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int code = 0;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "child %d: %s\n", getpid(), e.what());
+    code = 1;
+  }
+  _exit(code);
+}
+
+// `tessel db ARGS...` run in this process: its exit code and what it printed.
+struct DbResult {
+  int code;
+  std::string out, err;
+};
+inline DbResult db(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = run_db_command(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// Text that breaks naive SQL, JSON and encodings: quotes, comment markers, both backends'
+// placeholders, escapes, control characters and multi-byte UTF-8, tagged to tell values apart.
+inline std::string hostile(const std::string& tag) {
+  return tag + R"( '"; DROP TABLE records; -- $1 ?1 $$ ?2 /* */ ' OR 1=1; \x00 ")" + "\\n\\\" \t\r\n" +
+         "héllo wörld — 世界 🚀 " + tag;
+}
+
+// A session and two records (one ok, one failed) made of hostile text, with a workload text, a trace
+// and an error message of a mebibyte each.
+struct HostileRecords {
+  SessionInfo session;
+  MeasureRecord ok, failed;
+  std::string megabyte;
+};
+inline HostileRecords hostile_records() {
+  HostileRecords h;
+  for (int i = 0; h.megabyte.size() < (1u << 20); ++i) h.megabyte += hostile(std::to_string(i));
+  h.session = SessionInfo{hostile("label"), hostile("options"), hostile("version"), hostile("host"), ""};
+  h.ok = make_record(hostile("key"), 1e-3);
+  h.ok.workload.text = h.megabyte;
+  h.ok.target = {hostile("kind"),   hostile("arch"),    hostile("device"),
+                 hostile("driver"), hostile("toolkit"), hostile("features")};
+  h.ok.trace_json = h.megabyte + "trace";
+  h.ok.error_message = hostile("message");
+  h.ok.settings_json = hostile("settings");
+  h.failed = h.ok;
+  h.failed.error = ErrorCode::CompileDevice;
+  h.failed.error_message = h.megabyte + "error";
+  return h;
 }
 
 }  // namespace tessel::testing

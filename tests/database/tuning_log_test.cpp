@@ -49,10 +49,6 @@ void require_same(const MeasureRecord& a, const MeasureRecord& b) {
   CHECK(a.settings_json == b.settings_json);
 }
 
-std::string hostile(const std::string& tag) {
-  return tag + R"( '"; DROP TABLE records; -- /* comment */ ' OR 1=1; ")" + "\\n\\\" \t\r\n" +
-         "héllo wörld — 世界 🚀 " + tag;
-}
 
 }  // namespace
 
@@ -288,22 +284,10 @@ TEST_CASE("retimes keep their purpose through export, import and merge", "[datab
 TEST_CASE("hostile text round-trips byte for byte", "[database]") {
   ScratchDir dir;
   auto log = TuningLog::open(dir.file("log.db"), TuningLog::Mode::ReadWrite);
-  std::string megabyte;
-  megabyte.reserve(1 << 20);
-  for (int i = 0; megabyte.size() < (1u << 20); ++i) megabyte += hostile(std::to_string(i));
-
-  SessionInfo session{hostile("label"), hostile("options"), hostile("version"), hostile("host"), ""};
+  const HostileRecords h = hostile_records();
+  const SessionInfo& session = h.session;
+  const MeasureRecord &r = h.ok, &failed = h.failed;
   log.begin_session(session);
-  MeasureRecord r = make_record(hostile("key"), 1e-3);
-  r.workload.text = megabyte;
-  r.target = {hostile("kind"),   hostile("arch"),    hostile("device"),
-              hostile("driver"), hostile("toolkit"), hostile("features")};
-  r.trace_json = megabyte + "trace";
-  r.error_message = hostile("message");
-  r.settings_json = hostile("settings");
-  MeasureRecord failed = r;
-  failed.error = ErrorCode::CompileDevice;
-  failed.error_message = megabyte + "error";
   log.append({r, failed});
 
   auto stored = log.records(r.workload.key, r.target);

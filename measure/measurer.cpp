@@ -61,6 +61,7 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
     r.pin = options_.pin;
     r.timeout_s = options_.run_timeout_s;
     r.log_path = dir + "/runner.log";
+    r.gpu = options_.gpu;
     runner_ = std::make_unique<RunnerClient>(r);
     nlohmann::json hello = nlohmann::json::parse(runner_->start());
     if (options_.target == TargetKind::Cuda) device_ = device_info_from_json(hello.at("device").dump());
@@ -79,6 +80,7 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
       settings["pinned"] = hello.value("pinned", false);
     } else {
       settings["device"] = device_.name;
+      if (options_.gpu >= 0) settings["gpu"] = options_.gpu;  // which of the host's GPUs it ran on
     }
     Tolerance tol = tolerance_for(DType::Float32);
     settings["tolerance"] = {{"float32", {{"rtol", tol.rtol}, {"atol", tol.atol}}}};

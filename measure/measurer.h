@@ -33,6 +33,7 @@ struct MeasureOptions {
   bool pin = true;              // llvm: pin the kernel threads to cores
   uint64_t input_seed = 1;      // make_random_inputs seed of the checked inputs
   std::string runner_path;      // default: default_runner_path()
+  int gpu = -1;                 // cuda: the GPU to run on, by index (-1: the first one visible)
 };
 
 // The default timing for a target: 100 ms of samples on the CPU without cache flush, 50 ms on the
@@ -56,6 +57,9 @@ struct MeasureResult {
   std::vector<double> samples_s;   // every timed run (Ok only)
   double median_s = 0;
   double build_s = 0, run_s = 0;
+  // The settings this candidate ran under, where they differ between the candidates of one batch
+  // (a batch spread over several GPUs); empty: the measurer's settings_json().
+  std::string settings_json;
 };
 
 // What a search measures through: the Measurer below, or a stand-in where a test of the tuning loop

@@ -40,6 +40,7 @@ const std::string& RunnerClient::start() {
                                    options_.workload_path};
   if (options_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(options_.threads)});
   if (!options_.pin) argv.push_back("--no-pin");
+  if (options_.gpu >= 0) argv.insert(argv.end(), {"--gpu", std::to_string(options_.gpu)});
   if (access(options_.executable.c_str(), X_OK) != 0)
     throw Error("runner executable " + options_.executable + " not found (set TESSEL_RUNNER to its path)");
   child_ = ChildProcess::spawn(argv, options_.log_path);

@@ -21,6 +21,7 @@ struct RunnerOptions {
   bool pin = true;            // llvm: pin threads to cores
   double timeout_s = 10;      // a candidate's checked run must finish within this
   std::string log_path;       // the runner's stderr
+  int gpu = -1;               // cuda: the GPU by index among those visible (-1: the first)
 };
 
 struct RunOutcome {

@@ -1,7 +1,7 @@
 // tessel-runner: the long-lived worker process that loads built candidates and times them. It is
 // started by the measurement harness (measure/runner_client.cpp), never by hand:
 //
-//   tessel-runner --target llvm|cuda --workload FILE [--threads N] [--no-pin]
+//   tessel-runner --target llvm|cuda --workload FILE [--threads N] [--no-pin] [--gpu N]
 //
 // Protocol (one JSON object per line): on start it prints {"ready": true, ...} (with the device for
 // cuda) or {"ready": false, "error": ...}; then for every request {"artifact": PATH, "settings": {...}}
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -220,6 +221,28 @@ class CudaBackend : public Backend {
   std::string why_;
 };
 
+// Makes the GPU of index `gpu` among those visible to this process the only one its CUDA driver
+// sees (it is then device 0), before the driver starts: CUDA_VISIBLE_DEVICES narrowed to its entry.
+void select_gpu(int gpu) {
+  std::vector<std::string> visible;
+  const char* set = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (set && *set) {
+    std::string list = set;
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      visible.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (gpu >= static_cast<int>(visible.size()))
+      throw Error("--gpu " + std::to_string(gpu) + ": CUDA_VISIBLE_DEVICES=" + list + " names " +
+                  std::to_string(visible.size()) + " GPU(s)");
+    setenv("CUDA_VISIBLE_DEVICES", visible[static_cast<size_t>(gpu)].c_str(), 1);
+  } else {
+    setenv("CUDA_VISIBLE_DEVICES", std::to_string(gpu).c_str(), 1);
+  }
+}
+
 int serve(int argc, char** argv) {
   TargetKind target = TargetKind::Llvm;
   std::string workload;
@@ -235,6 +258,7 @@ int serve(int argc, char** argv) {
     else if (arg == "--workload") workload = value();
     else if (arg == "--threads") threads = std::stoi(value());
     else if (arg == "--no-pin") pin = false;
+    else if (arg == "--gpu") select_gpu(std::stoi(value()));
     else throw Error("unknown argument " + arg);
   }
   WorkloadData data = WorkloadData::map(workload);

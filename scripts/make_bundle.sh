@@ -46,7 +46,7 @@ for b in "$OUT"/bin/* "$openblas"; do
   [ "$b" = "$openblas" ] && echo "$openblas"
 done | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcuda.so*|libnvrtc*) ;;
+    libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libresolv.so*|ld-linux*|libcuda.so*|libnvrtc*) ;;
     *) cp -L "$lib" "$OUT/lib/" ;;
   esac
 done

@@ -1,5 +1,6 @@
 #include "search/task_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,18 +49,21 @@ double TaskScheduler::gain(size_t task) const {
 }
 
 std::optional<size_t> TaskScheduler::next() const {
-  std::optional<size_t> best;
-  double best_gain = -1;
+  std::vector<size_t> order = ranking();
+  if (order.empty()) return std::nullopt;
+  return order.front();
+}
+
+std::vector<size_t> TaskScheduler::ranking() const {
+  std::vector<size_t> warm_up, ranked;
   for (size_t i = 0; i < tasks_.size(); ++i) {
     if (tasks_[i].finished || plateaued(i)) continue;
-    if (tasks_[i].history.empty()) return i;  // warm-up: one round each, in order
-    const double g = gain(i);
-    if (!best || g > best_gain) {
-      best = i;
-      best_gain = g;
-    }
+    (tasks_[i].history.empty() ? warm_up : ranked).push_back(i);  // warm-up: one round each, in order
   }
-  return best;
+  // By gain, the larger first; a tie keeps the task order.
+  std::stable_sort(ranked.begin(), ranked.end(), [this](size_t a, size_t b) { return gain(a) > gain(b); });
+  warm_up.insert(warm_up.end(), ranked.begin(), ranked.end());
+  return warm_up;
 }
 
 }  // namespace tessel

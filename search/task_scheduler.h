@@ -44,6 +44,9 @@ class TaskScheduler {
 
   // The task to run next; nullopt when every task is finished or plateaued.
   std::optional<size_t> next() const;
+  // Every task next() may still choose, in the order it would: the tasks without a round first, in
+  // task order, then by gain. A worker of a shared session takes the first one nobody else holds.
+  std::vector<size_t> ranking() const;
   // The gain estimate next() ranks by (for display and tests).
   double gain(size_t task) const;
 

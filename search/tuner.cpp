@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "schedule/te/error.h"
 #include "search/leader_retiming.h"
 #include "search/task_scheduler.h"
 #include "search/tuning_round.h"
+#include "database/work_queue.h"
 
 namespace tessel {
 namespace {
@@ -36,18 +38,7 @@ class Tuner {
 
   std::vector<TaskStatus> run() {
     open();
-    TaskScheduler scheduler(weights(), scheduler_options(session_.options));
-    if (trials_left_shared() <= 0)
-      for (auto& task : tasks_) task->status.done = true;
-    for (size_t i = 0; i < tasks_.size(); ++i)
-      if (tasks_[i]->status.done) scheduler.finish(i);
-    // A resumed session goes on where the log left off: a task with trials in the log has had its
-    // first round, at the best the log holds, so the next rounds go by expected gain at once (a
-    // model's slowest task first), not round the task list again from its first task.
-    for (size_t i = 0; i < tasks_.size(); ++i)
-      if (tasks_[i]->status.trials > 0 && !scheduler.finished(i))
-        scheduler.record(i, tasks_[i]->status.trials,
-                         tasks_[i]->status.best_s.value_or(std::numeric_limits<double>::infinity()));
+    TaskScheduler scheduler = start_scheduler();
     if (session_.options.shared_budget) measure_defaults(scheduler);
     while (std::optional<size_t> next = scheduler.next()) {
       if (out_of_time()) {
@@ -60,8 +51,111 @@ class Tuner {
     return statuses();
   }
 
+  // The worker's loop: take in the others' records, lease the task this worker's scheduler ranks
+  // first among those nobody holds, run its round while a second connection renews the lease,
+  // release it. The rounds' trials are stored under the lease (WorkQueue::record).
+  std::vector<TaskStatus> run_worker(const WorkerOptions& worker) {
+    open();
+    WorkQueue queue = WorkQueue::join(session_.log, queue_session(worker.session), this_worker_name());
+    session_.note("worker " + queue.worker() + " of tuning session '" + worker.session + "'");
+    TaskScheduler scheduler = start_scheduler();
+    LeaseKeeper keeper(worker.log_url, worker.session, worker.lease_s);
+    std::optional<Lease> held;
+    session_.store = [&](const std::vector<MeasureRecord>& records) {
+      if (keeper.lost())
+        throw LeaseLost("the lease of '" + tasks_[held->task]->status.name + "' expired while it measured");
+      return queue.record(*held, records);
+    };
+    for (;;) {
+      if (out_of_time()) {
+        settle_after_budget();
+        break;
+      }
+      take_in_others(scheduler);
+      if (trials_left_shared() <= 0 || queue.finished()) break;
+      const std::vector<size_t> order = scheduler.ranking();
+      if (order.empty()) break;  // nothing left that this worker would run
+      held = queue.lease(order, worker.lease_s);
+      if (!held) {  // every task still open is another worker's for now
+        std::this_thread::sleep_for(std::chrono::duration<double>(worker.idle_poll_s));
+        continue;
+      }
+      keeper.keep(*held);
+      TuningTask& task = *tasks_[held->task];
+      try {
+        round(scheduler, held->task, trials_left(task));
+      } catch (const LeaseLost& e) {
+        session_.note(e.what());
+      }
+      keeper.drop();
+      queue.release(*held, task.status.done);
+      held.reset();
+    }
+    session_.store = nullptr;
+    save_model();
+    return statuses();
+  }
+
  private:
   enum class RoundKind { Search, DefaultOnly };
+
+  TaskScheduler start_scheduler() {
+    TaskScheduler scheduler(weights(), scheduler_options(session_.options));
+    if (trials_left_shared() <= 0)
+      for (auto& task : tasks_) task->status.done = true;
+    for (size_t i = 0; i < tasks_.size(); ++i)
+      if (tasks_[i]->status.done) scheduler.finish(i);
+    // A resumed session goes on where the log left off: a task with trials in the log has had its
+    // first round, at the best the log holds, so the next rounds go by expected gain at once (a
+    // model's slowest task first), not round the task list again from its first task.
+    for (size_t i = 0; i < tasks_.size(); ++i)
+      if (tasks_[i]->status.trials > 0 && !scheduler.finished(i))
+        scheduler.record(i, tasks_[i]->status.trials,
+                         tasks_[i]->status.best_s.value_or(std::numeric_limits<double>::infinity()));
+    return scheduler;
+  }
+
+  QueueSession queue_session(const std::string& name) const {
+    QueueSession q{name, {}, session_.target, session_.options.trials,
+                   session_.options.shared_budget ? BudgetScope::Shared : BudgetScope::PerTask};
+    for (const auto& task : tasks_) q.tasks.push_back(QueueTask{task->status.workload_key, task->status.name,
+                                                                task->task.weight});
+    return q;
+  }
+
+  // Takes in what other workers stored since this one last looked: their trials count, rank
+  // schedules and teach the search and the cost model, as the log's records did at the start.
+  void take_in_others(TaskScheduler& scheduler) {
+    std::vector<TrainingSample> fresh;
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      TuningTask& task = *tasks_[i];
+      const int64_t trials_before = task.status.trials;
+      TuningTask::LoggedTrials logged;
+      for (const MeasureRecord& r :
+           session_.log.records_after(task.status.workload_key, session_.target, task.last_record_id)) {
+        if (r.session_id == session_.log.session_id()) {  // this worker's own, known already
+          task.last_record_id = std::max(task.last_record_id, r.id);
+          continue;
+        }
+        task.absorb(r, session_, logged);
+      }
+      if (task.status.trials == trials_before && logged.traces.empty()) continue;
+      // Trials measured elsewhere: "measured this session" counts this worker's own.
+      task.status.trials_at_start += task.status.trials - trials_before;
+      task.refresh_latencies();
+      if (!task.status.done && !scheduler.finished(i))
+        scheduler.record(i, task.status.trials,
+                         task.status.best_s.value_or(std::numeric_limits<double>::infinity()));
+      std::vector<const Trace*> traces;
+      for (const Trace& t : logged.traces) traces.push_back(&t);
+      std::vector<std::optional<ProgramFeatures>> features = task.policy.features(traces);
+      for (size_t k = 0; k < features.size(); ++k)
+        if (features[k])
+          fresh.push_back(TrainingSample{std::move(*features[k]), task.group(session_.target), logged.latencies_s[k]});
+    }
+    if (!fresh.empty()) session_.model.update(fresh);
+  }
+
 
   // One round of `index` with at most `trials` (a search round) or of its default schedule alone,
   // its outcome told to the scheduler and the callback.
@@ -226,6 +320,15 @@ std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log,
   check_distinct(tasks);
   validate_tune_options(options);
   return Tuner(tasks, log, options, machine, callbacks).run();
+}
+
+std::vector<TaskStatus> tune_as_worker(const std::vector<TuneTask>& tasks, TuningLog& log,
+                                       const TuneOptions& options, TuningMachine& machine,
+                                       const WorkerOptions& worker, const TuneCallbacks& callbacks) {
+  check_distinct(tasks);
+  validate_tune_options(options);
+  if (!(worker.lease_s >= 1)) throw InputError("a worker's lease must last at least 1 s");
+  return Tuner(tasks, log, options, machine, callbacks).run_worker(worker);
 }
 
 }  // namespace tessel

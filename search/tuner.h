@@ -16,6 +16,7 @@
 // Best and default latencies follow the ranking rule replay uses (database/schedule_ranking.h).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "search/tuning_task.h"
@@ -27,5 +28,20 @@ namespace tessel {
 // that cannot be used or a target that cannot be measured.
 std::vector<TaskStatus> tune(const std::vector<TuneTask>& tasks, TuningLog& log, const TuneOptions& options,
                              TuningMachine& machine, const TuneCallbacks& callbacks = {});
+
+// One worker of a tuning session that many processes share through the log (database/work_queue.h):
+// the same tasks, options and budget as tune(), but each round is of a task this worker leases, and
+// before each round the worker takes in what the others stored (its search and cost model learn from
+// every worker's records). Workers start and stop at any time; the session ends when its tasks are
+// done or its budget is spent, whoever measured them.
+struct WorkerOptions {
+  std::string session;     // the shared session's name
+  std::string log_url;     // the log as the user named it (the lease keeper's own connection)
+  double lease_s = 60;     // a lease not renewed for this long goes to another worker
+  double idle_poll_s = 2;  // the wait while another worker holds every task still open
+};
+std::vector<TaskStatus> tune_as_worker(const std::vector<TuneTask>& tasks, TuningLog& log,
+                                       const TuneOptions& options, TuningMachine& machine,
+                                       const WorkerOptions& worker, const TuneCallbacks& callbacks = {});
 
 }  // namespace tessel

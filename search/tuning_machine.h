@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "codegen/cuda/cuda_backend.h"
 #include "database/tuning_log.h"
@@ -23,7 +24,10 @@ class TuningMachine {
   virtual TargetInfo target() const = 0;
 };
 
-std::unique_ptr<TuningMachine> local_machine(TargetKind kind);
+// `gpus`: with cuda, the GPUs to measure on, by index among those visible (empty: the first one).
+// With several, each task's batches are spread over them, one runner per GPU, the builds sharing
+// the cores; the GPUs must be of one model (they are one target).
+std::unique_ptr<TuningMachine> local_machine(TargetKind kind, const std::vector<int>& gpus = {});
 
 // This machine's CPU as a tuning-log target (kind "llvm").
 TargetInfo host_llvm_target();

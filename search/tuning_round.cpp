@@ -70,10 +70,12 @@ Measured measure_and_record(TuningTask& task, const SessionContext& session, con
   std::vector<MeasureRecord> records;
   const WorkloadInfo workload = task.workload();
   for (size_t k = 0; k < m.results.size(); ++k)
-    records.push_back(make_record(workload, session.target, batch.traces[k], m.results[k], measurer.settings_json()));
-  const std::vector<int64_t> ids = session.options.shared_budget
-                                       ? session.log.append(records)
-                                       : session.log.append_within_budget(records, session.options.trials);
+    records.push_back(make_record(workload, session.target, batch.traces[k], m.results[k],
+                                  m.results[k].settings_json.empty() ? measurer.settings_json()
+                                                                     : m.results[k].settings_json));
+  const std::vector<int64_t> ids = session.store                  ? session.store(records)
+                                   : session.options.shared_budget ? session.log.append(records)
+                                   : session.log.append_within_budget(records, session.options.trials);
   for (int64_t id : ids) m.stored.push_back(id > 0);
   return m;
 }

@@ -40,6 +40,7 @@ TuningTask::TuningTask(const TuneTask& task, size_t index, const TuneOptions& op
       policy(task.dag, search_target(options), options.search, options.seed * 1000003 + index),
       default_trace(default_trace_of(task.dag, options)),
       options_(options) {
+  default_steps_key_ = trace_steps_key(default_trace);
   policy.reserve(default_trace);  // measured first, by the tuner; never proposed
   timings.set_default(trace_to_json(default_trace));
   status.name = task.name;
@@ -50,37 +51,39 @@ TuningTask::TuningTask(const TuneTask& task, size_t index, const TuneOptions& op
 
 TuningTask::LoggedTrials TuningTask::resume(const SessionContext& session) {
   check_flush_matches(session.log, status.workload_key, session.target, options_.measure.run.flush, task.name);
-  const std::string default_key = trace_steps_key(default_trace);
   LoggedTrials logged;
-  for (const MeasureRecord& r : session.log.records(status.workload_key, session.target)) {
-    const bool trial = r.purpose == RecordPurpose::Trial;
-    if (trial)
-      ++status.trials;
-    else
-      ++status.retimes;
-    if (trial && !ok(r)) ++status.errors;
-    Trace trace;
-    try {
-      trace = trace_from_json(r.trace_json, "log record " + std::to_string(r.id));
-    } catch (const Error& e) {  // a trace that does not parse, or no longer applies
-      session.note(std::string("skipping a record the search cannot read: ") + e.what());
-      continue;
-    }
-    timings.add(trace, r.trace_json, r.error, r.median_s, r.reference_s, r.purpose);
-    if (!trial) continue;  // a retime repeats a schedule the search was told of already
-    const double latency = ok(r) ? r.median_s : std::nan("");
-    policy.tell(trace, latency);
-    if (!status.default_measured && trace_steps_key(trace) == default_key) {
-      status.default_measured = true;
-      timings.set_default(r.trace_json);  // as stored: its decisions may differ from today's default's
-    }
-    logged.traces.push_back(std::move(trace));
-    logged.latencies_s.push_back(latency);
-  }
+  for (const MeasureRecord& r : session.log.records(status.workload_key, session.target)) absorb(r, session, logged);
   refresh_latencies();
   status.trials_at_start = status.trials;
   status.done = !options_.shared_budget && status.trials >= status.budget;  // a shared budget: the tuner's call
   return logged;
+}
+
+void TuningTask::absorb(const MeasureRecord& r, const SessionContext& session, LoggedTrials& logged) {
+  last_record_id = std::max(last_record_id, r.id);
+  const bool trial = r.purpose == RecordPurpose::Trial;
+  if (trial)
+    ++status.trials;
+  else
+    ++status.retimes;
+  if (trial && !ok(r)) ++status.errors;
+  Trace trace;
+  try {
+    trace = trace_from_json(r.trace_json, "log record " + std::to_string(r.id));
+  } catch (const Error& e) {  // a trace that does not parse, or no longer applies
+    session.note(std::string("skipping a record the search cannot read: ") + e.what());
+    return;
+  }
+  timings.add(trace, r.trace_json, r.error, r.median_s, r.reference_s, r.purpose);
+  if (!trial) return;  // a retime repeats a schedule the search was told of already
+  const double latency = ok(r) ? r.median_s : std::nan("");
+  policy.tell(trace, latency);
+  if (!status.default_measured && trace_steps_key(trace) == default_steps_key_) {
+    status.default_measured = true;
+    timings.set_default(r.trace_json);  // as stored: its decisions may differ from today's default's
+  }
+  logged.traces.push_back(std::move(trace));
+  logged.latencies_s.push_back(latency);
 }
 
 CandidateMeasurer& TuningTask::measurer(const SessionContext& session) {

@@ -38,7 +38,7 @@ struct TaskStatus {
   std::string name;
   std::string workload_key;
   int64_t trials = 0;  // in the log, for this target
-  int64_t trials_at_start = 0;
+  int64_t trials_at_start = 0;      // of `trials`, those this process did not measure (resumed, other workers)
   int64_t budget = 0;               // this task's, or the whole session's when the budget is shared
   double weight = 1;                // occurrences in the model
   int64_t errors = 0;               // error records among `trials`
@@ -68,6 +68,9 @@ struct SessionContext {
   TargetInfo target;
   CostModel& model;
   const TuneCallbacks& callbacks;
+  // Where a round's records go instead of the log's append (a worker of a shared session stores
+  // them under its lease): the new record ids, 0 for a trial the budget had no room for.
+  std::function<std::vector<int64_t>(const std::vector<MeasureRecord>&)> store = nullptr;
   void note(const std::string& text) const {
     if (callbacks.on_note) callbacks.on_note(text);
   }
@@ -88,6 +91,9 @@ class TuningTask {
   // parses is skipped with a note. Throws InputError when the log's timings of the task were taken
   // with the other cache-flush setting (check_flush_matches).
   LoggedTrials resume(const SessionContext& session);
+  // Takes in one record of the task from the log (resume's step; a worker of a shared session takes
+  // in the records other workers stored since). Trials go into `logged`.
+  void absorb(const MeasureRecord& record, const SessionContext& session, LoggedTrials& logged);
 
   // The task's measurer, made on first use; a candidate far slower than the default is cut off.
   CandidateMeasurer& measurer(const SessionContext& session);
@@ -106,10 +112,12 @@ class TuningTask {
   TaskStatus status;
   double measurer_setup_s = 0;  // a measurer started before the rounds: counted in the first one's setup
   bool had_round = false;       // in this session
+  int64_t last_record_id = 0;   // the newest record of the task taken in from the log
 
  private:
   std::unique_ptr<CandidateMeasurer> measurer_;
   const TuneOptions& options_;
+  std::string default_steps_key_;  // the default's steps, to know its trial in the log
 };
 
 }  // namespace tessel

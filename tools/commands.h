@@ -92,6 +92,10 @@ struct TuneArgs {
   std::optional<double> min_time_s;  // of samples per candidate (unset: the target's default)
   bool flush_l2 = true;              // cuda: flush the L2 cache before every sample
   bool verbose = false;
+  bool worker = false;                  // one worker of a tuning session shared through the log
+  std::optional<std::string> session;   // --worker: the session's name (default: from its tasks)
+  double lease_s = 60;                  // --worker: seconds a lease lasts without renewal
+  std::optional<std::string> devices;   // cuda: "all" or GPU indexes "0,1": batches spread over them
 };
 
 struct TasksArgs {

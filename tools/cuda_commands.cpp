@@ -158,7 +158,7 @@ int cmd_run_cuda(const RunArgs& args) {
               << t.median_s * 1e6 << " us over " << t.samples_s.size() << " runs, " << std::setprecision(1) << gflops
               << " GFLOP/s, " << gbps << " GB/s\n";
     if (outcome) std::cout << (outcome->correct ? "correct\n" : "WRONG: " + outcome->message + "\n");
-    if (record_id) std::cout << "recorded as record " << record_id << " in " << args.db << "\n";
+    if (record_id) std::cout << "recorded as record " << record_id << " in " << log->path() << "\n";
   }
   return outcome && !outcome->correct ? 1 : 0;
 }

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   run_cmd->add_option("--min-time", run.min_time_s, "seconds of samples to collect (default 0.2 CPU, 0.05 GPU)")
       ->check(positive_up_to(3600));
-  run_cmd->add_option("--db", run.db, "tuning log (SQLite) for --record / --best");
+  run_cmd->add_option("--db", run.db, "tuning log (SQLite file or postgresql:// URL) for --record / --best");
   run_cmd->add_flag("--record", run.record, "append the measurement to the tuning log (implies --check)");
   run_cmd->add_flag("--best", run.best, "run the best schedule recorded in the tuning log");
 
@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
       "measure", "build and measure candidate schedules in isolated workers, recording each in the tuning log");
   add_workload_options(measure_cmd, measure.workload);
   add_target_option(measure_cmd, measure.target);
-  measure_cmd->add_option("--db", measure.db, "tuning log (SQLite) to record every candidate in (required)");
+  measure_cmd->add_option("--db", measure.db,
+                          "tuning log (SQLite file or postgresql:// URL) to record every candidate in (required)");
   measure_cmd->add_option("--random-schedules", measure.random_schedules, "measure N random schedules")
       ->check(CLI::NonNegativeNumber);
   measure_cmd->add_option("--seed", measure.seed, "seed of the first random schedule")->check(CLI::NonNegativeNumber);
@@ -179,7 +180,9 @@ int main(int argc, char** argv) {
       ->add_option("--trials", tune.trials,
                    "measured candidates per workload (a model: in all), counted over the whole log (required)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  tune_cmd->add_option("--db", tune.db, "tuning log (SQLite): records every trial; a rerun resumes from it (required)");
+  tune_cmd->add_option("--db", tune.db,
+                       "tuning log (SQLite file or postgresql:// URL): records every trial; a rerun resumes from it "
+                       "(required)");
   tune_cmd->add_option("--seed", tune.seed, "search seed")->check(CLI::NonNegativeNumber);
   tune_cmd
       ->add_option("--time-budget-s", tune.time_budget_s,
@@ -201,6 +204,20 @@ int main(int argc, char** argv) {
                      "cuda: time without an L2 flush before every sample (as a CUDA-graph replay runs); "
                      "a log keeps one setting per workload and target");
   tune_cmd->add_flag("-v,--verbose", tune.verbose, "a line per round instead of the live table");
+  tune_cmd->add_flag("--worker", tune.worker,
+                     "be one worker of a tuning session shared through --db by any number of processes and hosts "
+                     "(docs/workers.md)");
+  tune_cmd->add_option("--session", tune.session,
+                       "--worker: the shared session's name (default: one derived from the tasks, the target and "
+                       "--trials)");
+  tune_cmd->add_option("--lease-s", tune.lease_s,
+                       "--worker: a task's round whose worker stops renewing its lease for this long goes to "
+                       "another worker (default 60)")
+      ->check(CLI::Range(1.0, 86400.0));
+  tune_cmd
+      ->add_option("--devices", tune.devices,
+                   "cuda: all, or GPU indexes (0,1): each batch spread over these GPUs, one runner on each")
+      ->type_name("all|LIST");
 
   tessel::TasksArgs tasks;
   CLI::App* tasks_cmd = app.add_subcommand("tasks", "list a model's tuning tasks: its fused subgraphs by workload");
@@ -229,7 +246,7 @@ int main(int argc, char** argv) {
   costmodel_cmd->require_subcommand(1);
   CLI::App* train_cmd =
       costmodel_cmd->add_subcommand("train", "train the cost model on every trial record of a target");
-  train_cmd->add_option("--db", costmodel.db, "tuning log (SQLite) to learn from (required)");
+  train_cmd->add_option("--db", costmodel.db, "tuning log (SQLite file or postgresql:// URL) to learn from (required)");
   train_cmd->add_option("-o,--output", costmodel.output, "where to save the model (JSON, required)");
   add_target_option(train_cmd, costmodel.target);
   train_cmd->add_option("--exclude-workload", costmodel.exclude_workloads,
@@ -237,7 +254,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--config", costmodel.config,
                         "tuning config (JSON) whose costmodel section designs the model (docs/tuning_config.md)");
   CLI::App* eval_cmd = costmodel_cmd->add_subcommand("eval", "how well a model ranks the records of a tuning log");
-  eval_cmd->add_option("--db", costmodel.db, "tuning log (SQLite) with the records to rank (required)");
+  eval_cmd->add_option("--db", costmodel.db,
+                       "tuning log (SQLite file or postgresql:// URL) with the records to rank (required)");
   eval_cmd->add_option("--costmodel", costmodel.model, "a cost model saved by `tessel costmodel train` (required)");
   add_target_option(eval_cmd, costmodel.target);
   eval_cmd->add_option("--holdout-workload", costmodel.holdout_workloads,

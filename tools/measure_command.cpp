@@ -179,8 +179,9 @@ int cmd_measure(const MeasureArgs& args) {
   }
   progress.finish();
 
-  std::cout << w.name << " on " << (args.target == TargetKind::Cuda ? measurer.device().name : target.device_name) << " ("
-            << target_kind_name(args.target) << "): " << plan.size() << " candidates measured and recorded in " << args.db;
+  std::cout << w.name << " on " << (args.target == TargetKind::Cuda ? measurer.device().name : target.device_name)
+            << " (" << target_kind_name(args.target) << "): " << plan.size() << " candidates measured and recorded in "
+            << log.path();
   if (first_id) std::cout << " (records " << first_id << "-" << last_id << ")";
   std::cout << "\n  outcomes:";
   for (const auto& [code, n] : counts) std::cout << " " << code << " " << n;

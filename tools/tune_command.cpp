@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "codegen/cuda/cuda_backend.h"
 #include "codegen/llvm/llvm_backend.h"
 #include "frontend/model.h"
 #include "schedule/te/error.h"
@@ -158,6 +159,8 @@ double model_latency(const std::vector<TaskStatus>& statuses, const std::vector<
 // The session's options from the command line and the config file: parsed and checked here, once.
 TuneOptions tune_options(const TuneArgs& args) {
   if (args.db.empty()) throw InputError("tessel tune needs --db PATH (the tuning log is the session's memory)");
+  if (!args.worker && args.session) throw InputError("--session names the shared session of --worker");
+  if (args.devices && args.target != TargetKind::Cuda) throw InputError("--devices is for --target cuda");
   if (args.trials <= 0) throw InputError("tessel tune needs --trials N (the budget per workload, N >= 1)");
   if (args.target != TargetKind::Llvm && args.threads) throw InputError("--threads is for --target llvm");
   if (args.target != TargetKind::Cuda && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
@@ -180,6 +183,21 @@ TuneOptions tune_options(const TuneArgs& args) {
   options.measure.run.budget_s = 1;
   validate_tune_options(options);
   return options;
+}
+
+// A shared session's name when --session is not given: the same for every worker started with the
+// same tasks, target and budget, so that workers started by one job script find each other.
+std::string default_session_name(const std::vector<TuneTask>& tasks, const TuneOptions& options) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&hash](const std::string& text) {
+    for (unsigned char c : text + '\n') hash = (hash ^ c) * 1099511628211ull;
+  };
+  mix(target_kind_name(options.target));
+  mix(std::to_string(options.trials) + (options.shared_budget ? " shared" : " each"));
+  for (const TuneTask& t : tasks) mix(t.dag.workload_key());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string("tune-") + hex;
 }
 
 // The progress display: a live table on a terminal, a line per round otherwise; for a model, the
@@ -237,10 +255,42 @@ void print_summary(const std::vector<TaskStatus>& result, const std::vector<doub
               << ")\n";
 }
 
+// --devices: "all" (every GPU this process sees) or a list of GPU indexes, "0,1".
+std::vector<int> parse_gpu_list(const std::string& spec) {
+  if (spec == "all") {
+    std::string why;
+    const int count = cuda_device_count(&why);
+    if (count == 0) throw InputError("--devices all: " + why);
+    std::vector<int> gpus;
+    for (int i = 0; i < count; ++i) gpus.push_back(i);
+    return gpus;
+  }
+  std::vector<int> gpus;
+  std::stringstream list(spec);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    size_t used = 0;
+    int gpu = -1;
+    try {
+      gpu = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || gpu < 0 || gpu > 1023)
+      throw InputError("--devices " + spec + ": '" + item + "' is not a GPU index (give all, or e.g. 0,1)");
+    if (std::find(gpus.begin(), gpus.end(), gpu) != gpus.end())
+      throw InputError("--devices " + spec + ": GPU " + item + " is named twice");
+    gpus.push_back(gpu);
+  }
+  if (gpus.empty()) throw InputError("--devices needs all or a list of GPU indexes, e.g. 0,1");
+  return gpus;
+}
+
 }  // namespace
 
 int cmd_tune(const TuneArgs& args) {
   const TuneOptions options = tune_options(args);
+  const std::vector<int> gpus = args.devices ? parse_gpu_list(*args.devices) : std::vector<int>{};
   const Tunables tunables = tunables_of(args);
   const std::vector<TuneTask>& tasks = tunables.tasks;
   const std::vector<double>& flops = tunables.flops;
@@ -252,11 +302,19 @@ int cmd_tune(const TuneArgs& args) {
   const TuneCallbacks callbacks = progress_display(tunables, live, display, last);
   std::cerr << "tuning " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s") << " on "
             << target_kind_name(args.target) << ", " << args.trials << " trials " << (args.model ? "in all" : "each")
-            << ", log " << args.db << "\n";
-  std::unique_ptr<TuningMachine> machine = local_machine(args.target);
-  std::vector<TaskStatus> result = tune(tasks, log, options, *machine, callbacks);
+            << ", log " << log.path() << "\n";
+  std::unique_ptr<TuningMachine> machine = local_machine(args.target, gpus);
+  std::vector<TaskStatus> result;
+  if (args.worker) {
+    WorkerOptions worker{args.session.value_or(default_session_name(tasks, options)), args.db, args.lease_s};
+    std::cerr << "joining tuning session '" << worker.session << "' (workers on any host with this log and "
+              << "the same tasks and --trials share it)\n";
+    result = tune_as_worker(tasks, log, options, *machine, worker, callbacks);
+  } else {
+    result = tune(tasks, log, options, *machine, callbacks);
+  }
   display.clear();
-  print_summary(result, flops, options, args.db);
+  print_summary(result, flops, options, log.path());
   if (!tunables.estimate_s.empty())
     std::cout << "model latency (each task's best times its weight): "
               << format_duration(model_latency(result, tunables.estimate_s)) << "\n";

@@ -100,6 +100,10 @@ struct CudaTiming {
   bool graph_replay = false;  // each sample one replay of a CUDA graph of `batch` runs
 };
 
+// How many GPUs this process can see (CUDA_VISIBLE_DEVICES applies), without making a context on
+// any; 0 with `why` set when there is no driver or no device.
+int cuda_device_count(std::string* why = nullptr);
+
 class CudaRuntime {
  public:
   // The runtime for device 0, or nullptr with `why` set ("no CUDA driver (libcuda.so.1 not found)",

@@ -550,4 +550,18 @@ CudaRuntime* CudaRuntime::get(std::string* why) {
   return instance;
 }
 
+int cuda_device_count(std::string* why) {
+  Driver d{};
+  if (!load_driver(d)) {
+    if (why) *why = "no CUDA driver (libcuda.so.1 not found)";
+    return 0;
+  }
+  int count = 0;
+  if (d.init(0) != 0 || d.device_count(&count) != 0) {
+    if (why) *why = "no CUDA device";
+    return 0;
+  }
+  return count;
+}
+
 }  // namespace tessel

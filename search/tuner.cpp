@@ -143,6 +143,10 @@ class Tuner {
       // Trials measured elsewhere: "measured this session" counts this worker's own.
       task.status.trials_at_start += task.status.trials - trials_before;
       task.refresh_latencies();
+      if (!session_.options.shared_budget && task.status.trials >= task.status.budget) {
+        task.status.done = true;  // its own budget spent by the others
+        scheduler.finish(i);
+      }
       if (!task.status.done && !scheduler.finished(i))
         scheduler.record(i, task.status.trials,
                          task.status.best_s.value_or(std::numeric_limits<double>::infinity()));

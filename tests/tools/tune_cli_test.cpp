@@ -406,3 +406,65 @@ TEST_CASE("a log keeps timings of one kind: with a cache flush or without, never
   CHECK(again.exit_code == 0);
   CHECK(export_records(db).size() == 2);
 }
+
+TEST_CASE("tune --worker: two processes share a suite's budget through one log, exactly, each schedule once",
+          "[cli][tune][worker]") {
+  TempDir dir;
+  const std::string db = dir.file("log.db");
+  const std::vector<std::string> worker = {
+      "tune",     "--suite", tessel_test::source_file("experiments/workers/suite.json"),
+      "--case",   "matmul_61x197x128", "--case", "softmax_197x1000", "--case", "rowsum_1000x61",
+      "--target", "llvm",    "--trials", "6",    "--db", db,  "--worker", "--builders", "1", "--threads", "1",
+      "--min-time-ms", "2",  "-v"};
+  const pid_t a = tessel_test::start_tessel(worker, dir.file("a.txt"));
+  const pid_t b = tessel_test::start_tessel(worker, dir.file("b.txt"));
+  CHECK(tessel_test::wait_for(a) == 0);
+  CHECK(tessel_test::wait_for(b) == 0);
+  std::map<std::string, std::set<std::string>> schedules;  // per workload
+  size_t trials = 0;
+  for (const nlohmann::json& r : trials_of(export_records(db))) {
+    ++trials;
+    CHECK(schedules[r["workload"]["key"].get<std::string>()].insert(r["trace_json"].get<std::string>()).second);
+  }
+  CHECK(trials == 18);  // 6 for each of the 3 cases
+  CHECK(schedules.size() == 3);
+  std::ifstream log_a(dir.file("a.txt"));
+  const std::string said((std::istreambuf_iterator<char>(log_a)), std::istreambuf_iterator<char>());
+  const size_t named = said.find("joining tuning session 'tune-");
+  REQUIRE(named != std::string::npos);
+  const std::string session = said.substr(named + 24, said.find('\'', named + 24) - (named + 24));
+
+  // Another budget is another session by default; under the same --session name it is refused.
+  std::vector<std::string> other = worker;
+  *std::find(other.begin(), other.end(), "6") = "7";
+  other.insert(other.end(), {"--session", session});
+  RunResult refused = tessel(other);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("budget of 6") != std::string::npos);
+}
+
+TEST_CASE("tune --worker, --session and --devices refuse what they cannot do", "[cli][tune][worker]") {
+  TempDir dir;
+  const std::vector<std::string> matmul = {"tune", "--op", "matmul", "--param", "M=4", "--param", "N=4",
+                                           "--param", "K=4", "--db", dir.file("log.db"), "--trials", "2"};
+  auto plus = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = matmul;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : {Case{plus({"--session", "s"}), "--session names the shared session of --worker"},
+                        Case{plus({"--devices", "0"}), "--devices is for --target cuda"},
+                        Case{plus({"--target", "cuda", "--devices", "0,x"}), "'x' is not a GPU index"},
+                        Case{plus({"--target", "cuda", "--devices", "1,1"}), "GPU 1 is named twice"},
+                        Case{plus({"--worker", "--lease-s", "0.5"}), "--lease-s"}}) {
+    RunResult r = tessel(c.args);
+    INFO(r.command << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("log.db")));  // refused before the log was made
+}

@@ -7,9 +7,11 @@
 #   [OUT=experiments/results/cpu_convs] [WORK=dir] [TRIALS=64] [ROUNDS=3] [LAYOUT=auto] experiments/cpu_convs/run.sh [SHAPE ...]
 #
 # SHAPE is one of the names below (default: all). LAYOUT is tessel's layout: nchw, nchw8c or
-# nchw16c (channels in blocks; input, weights and output laid out ahead, outside the timing), or
-# auto: blocks of 16 where they divide F, else nchw. Needs build/tools/tessel and Debian's
-# python3-torch.
+# nchw16c (channels in blocks; input, weights and output laid out ahead, outside the timing),
+# nchw-to-nchw16c (the input as NCHW, weights and output in blocks), or auto: as a model's layout
+# pass chooses (frontend/channel_blocks.h): blocks of 16 where they divide F, else nchw, with the
+# input left NCHW when its channels fill no block of 8 (an image's 3). Needs build/tools/tessel and
+# Debian's python3-torch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${T:-build/tools/tessel}
@@ -46,10 +48,12 @@ for name in "${ORDER[@]}"; do
   spec=${SHAPES[$name]:-}
   [ -n "$spec" ] || { echo "error: unknown shape '$name'" >&2; exit 2; }
   read -r n c h w f kh kw s p g <<< "$spec"
-  layout=nchw
   layout=$LAYOUT
   if [ "$LAYOUT" = auto ]; then
-    layout=nchw; [ $((f % 16)) = 0 ] && layout=nchw16c
+    layout=nchw
+    if [ $((f % 16)) = 0 ]; then
+      layout=nchw16c; [ "$g" = 1 ] && [ $((c % 8)) != 0 ] && layout=nchw-to-nchw16c
+    fi
   fi
   params=(--param N=$n --param C=$c --param H=$h --param W=$w --param F=$f --param KH=$kh --param KW=$kw
           --param stride=$s --param pad=$p --param groups=$g --param dilation=1 --param bias=0 --param act=none

@@ -1,6 +1,8 @@
 // conv2d in NCHW with PyTorch semantics: an optional zero-padding stage, the Sum reduction over
 // (input channel of the group, kernel row, kernel column), and an optional bias / activation stage;
-// or the same with channels in blocks (layout=nchw8c / nchw16c).
+// or the same with channels in blocks (layout=nchw8c / nchw16c), or reading an NCHW input into an
+// output in blocks (layout=nchw-to-nchw8c / nchw-to-nchw16c: a model's first convolution, whose few
+// input channels would fill a block mostly with padding).
 #include <optional>
 
 #include "schedule/ops/op_builders.h"
@@ -15,7 +17,8 @@ Expr scaled(const Expr& a, int64_t k) { return k == 1 ? a : a * make_int(k); }
 
 struct BlockedConv {
   int64_t n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block;
-  bool depthwise;  // groups = C = F: W[C/b, KH, KW, b], each channel its own window
+  bool depthwise;    // groups = C = F: W[C/b, KH, KW, b], each channel its own window
+  bool plain_input;  // X[N, C, H, W] as it comes, only the weights and the output in blocks
 };
 
 int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
@@ -31,7 +34,10 @@ int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) 
 ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& act) {
   const int64_t cb = blocks(s.c, s.block), fb = blocks(s.f, s.block);
   std::vector<Operation> ops;
-  ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}));
+  if (s.plain_input)
+    ops.push_back(placeholder("X", {s.n, s.c, s.h, s.w}));
+  else
+    ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}));
   if (s.depthwise)
     ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}));
   else
@@ -39,14 +45,20 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
   if (bias) ops.push_back(placeholder("b", {fb, s.block}));
   std::string source = "X";
   if (s.pad > 0) {
-    Axis pn{"pn", s.n}, pc{"pc", cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad}, pl{"pl", s.block};
+    Axis pn{"pn", s.n}, pc{"pc", s.plain_input ? s.c : cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad},
+        pl{"pl", s.block};
     Expr y = var(ph), x = var(pw), lo = make_int(s.pad);
     Expr inside =
         logical_and(logical_and(y >= lo, y < make_int(s.h + s.pad)), logical_and(x >= lo, x < make_int(s.w + s.pad)));
     Expr yy = min(max(y - s.pad, make_int(0)), make_int(s.h - 1));
     Expr xx = min(max(x - s.pad, make_int(0)), make_int(s.w - 1));
-    Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)});
-    ops.push_back(compute("pad", {pn, pc, ph, pw, pl}, make_select(inside, value, f32(0))));
+    if (s.plain_input) {
+      Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx});
+      ops.push_back(compute("pad", {pn, pc, ph, pw}, make_select(inside, value, f32(0))));
+    } else {
+      Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)});
+      ops.push_back(compute("pad", {pn, pc, ph, pw, pl}, make_select(inside, value, f32(0))));
+    }
     source = "pad";
   }
   const bool epilogue = bias || act != "none";
@@ -60,8 +72,9 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
     Expr term = make_tensor_read(source, {var(an), var(afo), iy, ix, var(afi)}) * read("W", {afo, rh, rw, afi});
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rh, rw}, term));
   } else {
-    Expr term =
-        make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}) * read("W", {afo, rc, rh, rw, afi});
+    Expr input = s.plain_input ? make_tensor_read(source, {var(an), var(rc), iy, ix})
+                               : make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b});
+    Expr term = input * read("W", {afo, rc, rh, rw, afi});
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
   }
   if (epilogue) {
@@ -118,12 +131,15 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   const std::string& layout = p.choice("layout");
   if (layout != "nchw") {
     const bool depthwise = groups == c && groups == f;
-    if (groups != 1 && !depthwise)
+    const bool plain_input = layout.rfind("nchw-to-", 0) == 0;
+    if (groups != 1 && (!depthwise || plain_input))
       p.fail("layout",
-             "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F); other "
-             "grouped convolutions stay NCHW");
-    return blocked_conv2d(
-        {n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, layout == "nchw8c" ? 8 : 16, depthwise}, bias, act);
+             std::string(plain_input ? "an NCHW input into blocks takes groups=1"
+                                     : "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F)") +
+                 "; other grouped convolutions stay NCHW");
+    const int64_t block = layout.size() >= 5 && layout.compare(layout.size() - 3, 3, "16c") == 0 ? 16 : 8;
+    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block, depthwise, plain_input}, bias,
+                          act);
   }
 
   std::vector<Operation> ops;

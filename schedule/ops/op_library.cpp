@@ -57,9 +57,13 @@ const std::vector<Entry>& entries() {
                    int_param("dilation", "kernel dilation", "1"),
                    int_param("groups", "channel groups (groups = C = F: depthwise)", "1"), bias_param(),
                    act_param(),
-                   OpParam{"layout", ParamKind::Choice, "nchw", {"nchw", "nchw8c", "nchw16c"},
+                   OpParam{"layout",
+                           ParamKind::Choice,
+                           "nchw",
+                           {"nchw", "nchw8c", "nchw16c", "nchw-to-nchw8c", "nchw-to-nchw16c"},
                            "nchw, or channels in blocks of 8 / 16: X[N,C/b,H,W,b], W[F/b,C,KH,KW,b], "
-                           "Y[N,F/b,H',W',b] (groups=1; depthwise: W[C/b,KH,KW,b])"}}},
+                           "Y[N,F/b,H',W',b] (groups=1; depthwise: W[C/b,KH,KW,b]); nchw-to-*: X stays "
+                           "X[N,C,H,W] (groups=1)"}}},
                  ops_detail::build_conv2d});
     e.push_back({{"softmax", "Y[r,c] = exp(X[r,c] - max_c X[r,:]) / sum_c exp(...)",
                   {int_param("rows", "independent rows"), int_param("cols", "softmax length")}},

@@ -194,16 +194,21 @@ TEST_CASE("conv2d matches a naive convolution with padding stride dilation and g
 TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every real channel", "[ops][numerics]") {
   // The NCHW op's random inputs, laid out in blocks: X[n, c / b, y, x, c % b], W[f / b, c, ky, kx,
   // f % b], b[f / b, f % b]. Lanes past C and F hold garbage (NaN): no real output may read them.
+  // With an NCHW input (layout nchw-to-*), X is the NCHW op's own.
   struct Case {
     int64_t c, f, stride, pad, dilation, block;
-    bool depthwise;  // groups = C = F: W[C/b, KH, KW, b]
+    bool depthwise;           // groups = C = F: W[C/b, KH, KW, b]
+    bool plain_input = false;
   };
   for (const Case& k : std::vector<Case>{{3, 5, 1, 1, 1, 8, false},
                                          {11, 13, 2, 2, 2, 8, false},
                                          {17, 20, 2, 0, 1, 16, false},
                                          {16, 16, 1, 1, 1, 16, false},
                                          {13, 13, 2, 2, 2, 8, true},
-                                         {16, 16, 1, 1, 1, 16, true}}) {
+                                         {16, 16, 1, 1, 1, 16, true},
+                                         {3, 20, 2, 3, 1, 16, false, true},
+                                         {5, 13, 1, 1, 2, 8, false, true},
+                                         {3, 16, 2, 0, 1, 16, false, true}}) {
     const int64_t n = 2, h = 9, w = 7, kh = 3, kw = 3, b = k.block, cg = k.depthwise ? 1 : k.c;
     OpParams params{{"N", std::to_string(n)},          {"C", std::to_string(k.c)},
                     {"H", std::to_string(h)},          {"W", std::to_string(w)},
@@ -212,9 +217,10 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
                     {"pad", std::to_string(k.pad)},    {"dilation", std::to_string(k.dilation)},
                     {"bias", "1"},                     {"act", "relu"},
                     {"groups", k.depthwise ? std::to_string(k.c) : "1"}};
-    INFO("C=" << k.c << " F=" << k.f << " stride=" << k.stride << " block=" << b << " depthwise=" << k.depthwise);
+    INFO("C=" << k.c << " F=" << k.f << " stride=" << k.stride << " block=" << b << " depthwise=" << k.depthwise
+              << " NCHW input=" << k.plain_input);
     Run plain = run("conv2d", params);
-    params["layout"] = b == 8 ? "nchw8c" : "nchw16c";
+    params["layout"] = std::string(k.plain_input ? "nchw-to-" : "") + (b == 8 ? "nchw8c" : "nchw16c");
     ComputeDAG blocked = build_op("conv2d", params);
     const int64_t cb = (k.c + b - 1) / b, fb = (k.f + b - 1) / b;
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -227,6 +233,7 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
         for (int64_t y = 0; y < h * w; ++y)
           in["X"][static_cast<size_t>((((i * cb + c / b) * h * w) + y) * b + c % b)] =
               x[static_cast<size_t>((i * k.c + c) * h * w + y)];
+    if (k.plain_input) in["X"] = x;
     for (int64_t f = 0; f < k.f; ++f) {
       for (int64_t c = 0; c < cg * kh * kw; ++c)
         in["W"][static_cast<size_t>(((f / b) * cg * kh * kw + c) * b + f % b)] =
@@ -249,6 +256,9 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
   CHECK_THROWS_WITH(build_op("conv2d", {{"N", "1"}, {"C", "4"}, {"H", "5"}, {"W", "5"}, {"F", "4"}, {"KH", "3"},
                                         {"KW", "3"}, {"groups", "2"}, {"layout", "nchw8c"}}),
                     Catch::Contains("groups=1"));
+  CHECK_THROWS_WITH(build_op("conv2d", {{"N", "1"}, {"C", "4"}, {"H", "5"}, {"W", "5"}, {"F", "4"}, {"KH", "3"},
+                                        {"KW", "3"}, {"groups", "4"}, {"layout", "nchw-to-nchw8c"}}),
+                    Catch::Contains("an NCHW input into blocks takes groups=1"));
 }
 
 TEST_CASE("softmax matches a stable row softmax", "[ops][numerics]") {

@@ -211,13 +211,22 @@ class DefaultScheduler {
     const Operation& c = state().op(compute);
     size_t rank = c.axes.size();
     auto [u, v] = contraction_axes(c);
-    // The output tile: u by kTileRows, v by kTileCols, outer loops fused and parallel.
+    // A vector axis of one vector (a block of output channels) leaves the register tile one vector
+    // wide: it then takes more rows, and rows that divide the output (a bounds test on every
+    // accumulation otherwise), so that enough accumulators hide the FMA latency.
     const std::vector<std::string> out_axes = state().stage(out.name).leaf_names();
+    const bool one_vector = extent_of(out.name, out_axes[v]) <= lanes_;
+    int64_t tile_rows = kTileRows, reg_rows = kRegRows;
+    if (one_vector && u >= 0) {
+      tile_rows = dividing_tile(extent_of(out.name, out_axes[u]), kTileRows);
+      reg_rows = dividing_tile(tile_rows, kRegRows * kRegVectors);
+    }
+    // The output tile: u by tile_rows, v by kTileCols, outer loops fused and parallel.
     const std::string ou = u >= 0 ? out_axes[u] : "", ov = out_axes[v];
     std::vector<std::string> outer, inner;
     for (size_t a = 0; a < rank; ++a) {
       const std::string& ax = out_axes[a];
-      int64_t tile = static_cast<int>(a) == v ? kTileCols : static_cast<int>(a) == u ? kTileRows : 0;
+      int64_t tile = static_cast<int>(a) == v ? kTileCols : static_cast<int>(a) == u ? tile_rows : 0;
       if (tile && extent_of(out.name, ax) > tile && apply(split_step(out.name, ax, {tile}))) {
         outer.push_back(ax + ".0");
         inner.push_back(ax + ".1");
@@ -247,7 +256,7 @@ class DefaultScheduler {
       if (a >= cs.num_spatial_roots) reduce.push_back(name);
       else if (name != cv && name != cu) spatial_outer.push_back(name);
     }
-    if (!cu.empty() && apply(split_step(compute, cu, {kRegRows}))) {
+    if (!cu.empty() && apply(split_step(compute, cu, {reg_rows}))) {
       spatial_outer.push_back(cu + ".0");
       reg.push_back(cu + ".1");
     }
@@ -264,6 +273,15 @@ class DefaultScheduler {
     apply(reorder_step(compute, corder));
     for (size_t r = 0; r + 1 < reg.size(); ++r) apply(annotate_step(compute, reg[r], Annotation::Unroll));
     apply(annotate_step(compute, reg.back(), Annotation::Vectorize));
+  }
+
+  // The largest factor of `extent` up to `most` when it is at least half of `most` (a tile that
+  // divides the axis needs no bounds test), else `most`.
+  static int64_t dividing_tile(int64_t extent, int64_t most) {
+    if (extent <= most) return extent;
+    for (int64_t t = most; t * 2 >= most; --t)
+      if (extent % t == 0) return t;
+    return most;
   }
 
   void inline_all_but_contraction(const std::string& contraction, const std::string& out) {

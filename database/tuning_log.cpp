@@ -88,32 +88,24 @@ std::optional<MeasureRecord> best_of(db::Connection& conn, int64_t workload, int
 // server connection is lost before COMMIT.
 std::vector<int64_t> insert_within_budget(db::Connection& conn, const std::vector<MeasureRecord>& batch,
                                           int64_t trial_budget, int64_t handle_session) {
-  std::vector<int64_t> ids(batch.size(), 0);
   db::Transaction txn(conn);
   // Trials still allowed per (workload id, target id), counted under the write lock: no other
   // writer can add one between the count and the insert.
   std::map<std::pair<int64_t, int64_t>, int64_t> room;
   db::Statement count = conn.prepare(
       "SELECT count(*) FROM records WHERE workload_id = ?1 AND target_id = ?2 AND purpose = 'trial'");
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const MeasureRecord& record = batch[i];
-    int64_t workload = db::workload_id(conn, record.workload);
-    int64_t target = db::target_id(conn, record.target);
-    if (record.purpose == RecordPurpose::Trial) {
-      auto [it, fresh] = room.try_emplace({workload, target}, trial_budget);
-      if (fresh && trial_budget != kNoBudget) {
-        count.bind(1, workload).bind(2, target);
-        count.step();
-        it->second = std::max<int64_t>(0, trial_budget - count.column_int(0));
-        count.reset();
-      }
-      if (it->second == 0) continue;
-      --it->second;
+  std::vector<int64_t> ids = db::insert_batch(conn, batch, handle_session, [&](int64_t workload, int64_t target) {
+    auto [it, fresh] = room.try_emplace({workload, target}, trial_budget);
+    if (fresh && trial_budget != kNoBudget) {
+      count.bind(1, workload).bind(2, target);
+      count.step();
+      it->second = std::max<int64_t>(0, trial_budget - count.column_int(0));
+      count.reset();
     }
-    int64_t session = record.session_id != 0 ? record.session_id : handle_session;
-    std::string timestamp = record.timestamp.empty() ? db::utc_timestamp() : record.timestamp;
-    ids[i] = db::insert_record(conn, record, workload, target, session, timestamp);
-  }
+    if (it->second == 0) return false;
+    --it->second;
+    return true;
+  });
   txn.commit();
   return ids;
 }
@@ -199,6 +191,21 @@ void create_log_file(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<int64_t> db::insert_batch(Connection& conn, const std::vector<MeasureRecord>& batch,
+                                      int64_t handle_session, const std::function<bool(int64_t, int64_t)>& take_trial) {
+  std::vector<int64_t> ids(batch.size(), 0);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const MeasureRecord& record = batch[i];
+    const int64_t workload = workload_id(conn, record.workload);
+    const int64_t target = target_id(conn, record.target);
+    if (record.purpose == RecordPurpose::Trial && !take_trial(workload, target)) continue;
+    const int64_t session = record.session_id != 0 ? record.session_id : handle_session;
+    const std::string timestamp = record.timestamp.empty() ? utc_timestamp() : record.timestamp;
+    ids[i] = insert_record(conn, record, workload, target, session, timestamp);
+  }
+  return ids;
+}
 
 const char* to_string(RecordPurpose purpose) { return purpose == RecordPurpose::Retime ? "retime" : "trial"; }
 

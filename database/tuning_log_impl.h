@@ -2,14 +2,25 @@
 // tuning_log_jsonl.cpp (export, import, merge). Internal to database/.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "database/connection.h"
 #include "database/tuning_log.h"
 
 namespace tessel {
+namespace db {
+
+// Inserts `batch` (validated) inside the caller's write transaction and returns each record's id, 0
+// for a trial that `take_trial(workload id, target id)` refuses (the budget's room, which it also
+// spends); retimes are always stored. Records with session 0 go to `handle_session`.
+std::vector<int64_t> insert_batch(Connection& conn, const std::vector<MeasureRecord>& batch, int64_t handle_session,
+                                  const std::function<bool(int64_t, int64_t)>& take_trial);
+
+}  // namespace db
 
 struct TuningLog::Impl {
   explicit Impl(std::unique_ptr<db::Connection> connection) : owned(std::move(connection)), conn(*owned) {}

@@ -213,19 +213,11 @@ std::vector<int64_t> WorkQueue::record(const Lease& lease, const std::vector<Mea
         session_.scope == BudgetScope::Shared ? keys_of(session_)
                                               : std::vector<std::string>{session_.tasks[lease.task].workload_key};
     int64_t room = std::max<int64_t>(0, session_.trial_budget - trials_of(impl.conn, keys, target));
-    std::vector<int64_t> ids(records.size(), 0);
-    for (size_t i = 0; i < records.size(); ++i) {
-      const MeasureRecord& r = records[i];
-      if (r.purpose == RecordPurpose::Trial) {
-        if (room == 0) continue;
-        --room;
-      }
-      const int64_t workload = db::workload_id(impl.conn, r.workload);
-      const int64_t record_target = db::target_id(impl.conn, r.target);
-      const std::string timestamp = r.timestamp.empty() ? db::utc_timestamp() : r.timestamp;
-      ids[i] = db::insert_record(impl.conn, r, workload, record_target, r.session_id ? r.session_id : impl.session_id,
-                                 timestamp);
-    }
+    std::vector<int64_t> ids = db::insert_batch(impl.conn, records, impl.session_id, [&room](int64_t, int64_t) {
+      if (room == 0) return false;
+      --room;
+      return true;
+    });
     txn.commit();
     return ids;
   });

@@ -170,19 +170,7 @@ TEST_CASE("postgres: export, import into a fresh database, export again is byte-
   CHECK(first.find(R"("median_s":0.30000000000000004)") != std::string::npos);
 
   auto fresh = TuningLog::open(server->create_database(), Mode::ReadWrite);
-  std::istringstream in(first);
-  auto report = fresh.import_jsonl(in, "a.jsonl");
-  CHECK(report.errors.empty());
-  CHECK(report.imported == 23);
-  CHECK(export_to_string(fresh) == first);
-  CHECK(fresh.counts().sessions == 2);
-
-  // The duplicate rule: importing the same export again adds nothing.
-  std::istringstream again(first);
-  auto second = fresh.import_jsonl(again, "a.jsonl");
-  CHECK(second.imported == 0);
-  CHECK(second.duplicates == 23);
-  CHECK(export_to_string(fresh) == first);
+  check_import_round_trip(fresh, first, 23);
 
   // And it is what a SQLite log of the same records exports.
   ScratchDir dir;

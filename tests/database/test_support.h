@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -132,6 +133,24 @@ inline HostileRecords hostile_records() {
   h.failed.error = ErrorCode::CompileDevice;
   h.failed.error_message = h.megabyte + "error";
   return h;
+}
+
+// Imports `exported` (an export of `records` records over two sessions) into the empty log `fresh`,
+// checks it comes back byte for byte, then imports it again: the duplicate rule adds nothing.
+inline void check_import_round_trip(TuningLog& fresh, const std::string& exported, int64_t records) {
+  std::istringstream in(exported);
+  ImportReport report = fresh.import_jsonl(in, "a.jsonl");
+  CHECK(report.errors.empty());
+  CHECK(report.imported == records);
+  CHECK(export_to_string(fresh) == exported);
+  CHECK(fresh.counts().sessions == 2);
+
+  std::istringstream again(exported);
+  ImportReport second = fresh.import_jsonl(again, "a.jsonl");
+  CHECK(second.imported == 0);
+  CHECK(second.duplicates == records);
+  CHECK(fresh.counts().records == records);
+  CHECK(export_to_string(fresh) == exported);
 }
 
 }  // namespace tessel::testing

@@ -334,20 +334,7 @@ TEST_CASE("export, import into a fresh log, export again is byte-identical", "[d
   CHECK(std::count(first.begin(), first.end(), '\n') == 22);
 
   auto fresh = TuningLog::open(dir.file("b.db"), TuningLog::Mode::ReadWrite);
-  std::istringstream in(first);
-  auto report = fresh.import_jsonl(in, "a.jsonl");
-  CHECK(report.errors.empty());
-  CHECK(report.imported == 22);
-  CHECK(export_to_string(fresh) == first);
-  CHECK(fresh.counts().sessions == 2);
-
-  // The duplicate rule: importing the same export again adds nothing.
-  std::istringstream again(first);
-  auto second = fresh.import_jsonl(again, "a.jsonl");
-  CHECK(second.imported == 0);
-  CHECK(second.duplicates == 22);
-  CHECK(fresh.counts().records == 22);
-  CHECK(export_to_string(fresh) == first);
+  check_import_round_trip(fresh, first, 22);
 }
 
 TEST_CASE("a bad line is reported with its line number, field and problem, and nothing imports", "[database]") {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "schedule/lower/verify.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel::feature {
 
@@ -56,17 +57,7 @@ int64_t constant_extent(const Expr& e) {
   return 1;
 }
 
-int bytes_of(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return 4;
-    case DType::Int64:
-      return 8;
-    case DType::Bool:
-      return 1;
-  }
-  return 4;
-}
+int bytes_of(DType t) { return static_cast<int>(dtype_bytes(t)); }
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 

@@ -4,12 +4,13 @@
 #include <map>
 
 #include "schedule/te/parallel.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel {
 namespace {
 
 int64_t tensor_bytes(const Operation& op) {
-  return op.num_elements() * (op.dtype == DType::Float32 ? 4 : op.dtype == DType::Int64 ? 8 : 1);
+  return op.num_elements() * dtype_bytes(op.dtype);
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {

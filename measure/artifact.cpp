@@ -29,6 +29,8 @@ std::vector<BufferParam> params_from(const nlohmann::json& j) {
     const std::string dtype = p.value("dtype", std::string("float32"));
     if (dtype == "int64") b.dtype = DType::Int64;
     else if (dtype == "bool") b.dtype = DType::Bool;
+    else if (dtype == "float16") b.dtype = DType::Float16;
+    else if (dtype == "bfloat16") b.dtype = DType::BFloat16;
     else if (dtype != "float32") throw Error("artifact parameter " + b.name + ": unknown dtype " + dtype);
     params.push_back(std::move(b));
   }

@@ -1,6 +1,7 @@
 #include "measure/cpu_kernel.h"
 
 #include "measure/host_buffers.h"
+#include "measure/workload_data.h"
 #include "schedule/lower/lower.h"
 
 namespace tessel {
@@ -27,7 +28,9 @@ CheckOutcome compare_outputs(const std::vector<BufferParam>& params,
                              const ReferenceTensors& reference, const ComputeDAG& dag) {
   for (const BufferParam& p : params) {
     if (!p.is_output) continue;
-    CompareResult c = compare_with_reference(dag.op(p.name), read(p.name), reference.at(p.name));
+    const Operation& op = dag.op(p.name);
+    const Tolerance tol = tolerance_for(op.dtype);
+    CompareResult c = compare_with_reference(op, read(p.name), reference.at(p.name), tol.rtol, tol.atol);
     if (c.mismatches > 0) return {false, mismatch_summary(p.name, c)};
   }
   return {true, ""};

@@ -59,17 +59,20 @@ LoweredFunc inject_fault(const LoweredFunc& func, Fault fault, int64_t far_eleme
     }
   if (!out) throw Error("inject_fault: " + func.name + " has no output");
   int64_t elements = num_elements(*out);
-  Expr first = make_load(out->name, make_int(0), kFloat32);
+  // Values are computed in float32 and converted to and from the output's element type.
+  const Type element{out->dtype, 1};
+  Expr first = make_cast(kFloat32, make_load(out->name, make_int(0), element));
+  auto store = [&](int64_t index, Expr value) {
+    return make_store(out->name, make_int(index), make_cast(element, value));
+  };
   Stmt code;
   switch (fault) {
-    case Fault::Crash: code = make_store(out->name, make_int(-(int64_t{1} << 44)), make_float(0)); break;
-    case Fault::OutOfBounds: code = make_store(out->name, make_int(elements + far_elements), make_float(1)); break;
-    case Fault::Wrong:
-      code = make_store(out->name, make_int(0), make_call(MathFn::Abs, {first}) + make_float(1));
-      break;
+    case Fault::Crash: code = store(-(int64_t{1} << 44), make_float(0)); break;
+    case Fault::OutOfBounds: code = store(elements + far_elements, make_float(1)); break;
+    case Fault::Wrong: code = store(0, make_call(MathFn::Abs, {first}) + make_float(1)); break;
     case Fault::Hang:
       code = make_for("tessel_injected_hang", make_int(0), make_int(int64_t{1} << 62), ForKind::Serial,
-                      make_store(out->name, make_int(0), first + make_float(1)));
+                      store(0, first + make_float(1)));
       break;
     case Fault::None: break;
   }

@@ -82,8 +82,11 @@ Measurer::Measurer(const ComputeDAG& dag, MeasureOptions options) : dag_(dag), o
       settings["device"] = device_.name;
       if (options_.gpu >= 0) settings["gpu"] = options_.gpu;  // which of the host's GPUs it ran on
     }
-    Tolerance tol = tolerance_for(DType::Float32);
-    settings["tolerance"] = {{"float32", {{"rtol", tol.rtol}, {"atol", tol.atol}}}};
+    settings["tolerance"] = nlohmann::json::object();
+    for (DType d : {DType::Float32, DType::Float16, DType::BFloat16}) {
+      const Tolerance tol = tolerance_for(d);
+      settings["tolerance"][to_string(d)] = {{"rtol", tol.rtol}, {"atol", tol.atol}};
+    }
     settings_json_ = settings.dump();
   } catch (...) {
     runner_.reset();

@@ -1,7 +1,8 @@
 // Tensor data of any element type, converted from and to the float values tessel keeps inputs and
-// results in (the reference interpreter's inputs, the workload data file): Float32 copied, Int64
-// truncated from exact integers, Bool as "not zero". Outputs are poisoned before a checked run with a
-// value no correct kernel leaves: NaN, INT64_MIN, or a byte that is neither 0 nor 1.
+// results in (the reference interpreter's inputs, the workload data file): Float32 copied, Float16
+// and BFloat16 rounded to nearest even, Int64 truncated from exact integers, Bool as "not zero".
+// Outputs are poisoned before a checked run with a value no correct kernel leaves: NaN, INT64_MIN,
+// or a byte that is neither 0 nor 1.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedule/te/json_fields.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel {
 namespace {
@@ -120,7 +121,7 @@ const char* to_string(PlanBuffer::Kind kind) {
   return "?";
 }
 
-int64_t element_size(DType d) { return d == DType::Float32 ? 4 : d == DType::Int64 ? 8 : 1; }
+int64_t element_size(DType d) { return dtype_bytes(d); }
 
 int64_t buffer_bytes(const BufferParam& p) { return num_elements(p) * element_size(p.dtype); }
 

@@ -55,7 +55,11 @@ Trace schedule_for(const Workload& w, const std::string& spec, TargetKind target
   return load_trace_file(spec);
 }
 
-Workload workload_of_args(const WorkloadArgs& w) { return resolve_workload(w.op, w.params, w.suite, w.case_name); }
+Workload workload_of_args(const WorkloadArgs& w) {
+  Workload out = resolve_workload(w.op, w.params, w.suite, w.case_name);
+  if (!w.dtype.empty()) apply_dtype(out, w.dtype);
+  return out;
+}
 
 int cmd_ops() {
   for (const OpTemplate& t : op_templates()) {

@@ -16,6 +16,7 @@ struct WorkloadArgs {
   std::vector<std::string> params;
   std::string suite;
   std::string case_name;
+  std::string dtype;  // --dtype: the element type of an op template or suite case; empty: as given
 };
 
 struct ShowArgs {

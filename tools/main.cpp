@@ -13,11 +13,19 @@
 
 namespace {
 
+// --dtype, checked when the workload is resolved (the op template says whether it takes one).
+void add_dtype_option(CLI::App* cmd, tessel::WorkloadArgs& w) {
+  cmd->add_option("--dtype", w.dtype,
+                  "element type of the op or suite case: fp32, fp16 or bf16 (16-bit types compute and accumulate in "
+                  "fp32; matmul, dense, batch_matmul, conv2d)");
+}
+
 void add_workload_options(CLI::App* cmd, tessel::WorkloadArgs& w) {
   cmd->add_option("--op", w.op, "op template (see `tessel ops`)");
   cmd->add_option("--param", w.params, "op parameter NAME=VALUE (repeatable)")->allow_extra_args(false);
   cmd->add_option("--suite", w.suite, "suite JSON file");
   cmd->add_option("--case", w.case_name, "case name in the suite");
+  add_dtype_option(cmd, w);
 }
 
 // --target llvm|cuda, parsed into its kind here.
@@ -173,6 +181,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--param", tune.workload.params, "op parameter NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
   tune_cmd->add_option("--suite", tune.workload.suite, "suite JSON file");
+  add_dtype_option(tune_cmd, tune.workload);
   tune_cmd->add_option("--case", tune.cases, "a suite case to tune (repeatable)")->allow_extra_args(false);
   tune_cmd->add_flag("--all", tune.all, "tune every case of the suite");
   add_target_option(tune_cmd, tune.target);

@@ -43,11 +43,17 @@ std::vector<Workload> workloads_of(const TuneArgs& args) {
     throw InputError("nothing to tune: give --op NAME [--param K=V ...] or --suite FILE --case NAME|--all");
   if (args.all) {
     if (!args.cases.empty()) throw InputError("--all tunes every case of the suite; drop --case");
-    return load_suite(w.suite);
+    std::vector<Workload> all = load_suite(w.suite);
+    if (!w.dtype.empty())
+      for (Workload& c : all) apply_dtype(c, w.dtype);
+    return all;
   }
   if (args.cases.empty()) throw InputError("--suite needs --case NAME (repeatable) or --all");
   std::vector<Workload> out;
-  for (const std::string& name : args.cases) out.push_back(resolve_workload("", {}, w.suite, name));
+  for (const std::string& name : args.cases) {
+    out.push_back(resolve_workload("", {}, w.suite, name));
+    if (!w.dtype.empty()) apply_dtype(out.back(), w.dtype);
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -119,6 +120,28 @@ Workload resolve_workload(const std::string& op, const std::vector<std::string>&
   w.dag = build_op(op, w.params);
   w.name = describe(op, w.params);
   return w;
+}
+
+void apply_dtype(Workload& w, const std::string& dtype) {
+  static const std::map<std::string, std::string> kNames = {{"fp32", "float32"}, {"fp16", "float16"},
+                                                           {"bf16", "bfloat16"}, {"float32", "float32"},
+                                                           {"float16", "float16"}, {"bfloat16", "bfloat16"}};
+  auto name = kNames.find(dtype);
+  if (name == kNames.end()) throw InputError("--dtype " + dtype + ": unknown; choose fp32, fp16 or bf16");
+  const OpTemplate* t = find_op_template(w.op);
+  bool takes_dtype = false;
+  if (t)
+    for (const OpParam& p : t->params) takes_dtype |= p.name == "dtype";
+  if (!takes_dtype)
+    throw InputError(w.name + ": --dtype: op " + w.op +
+                     " has no dtype parameter (matmul, dense, batch_matmul and conv2d take one)");
+  auto given = w.params.find("dtype");
+  if (given != w.params.end() && given->second != name->second)
+    throw InputError(w.name + ": --dtype " + dtype + " disagrees with its dtype=" + given->second);
+  const bool from_suite = w.name != describe(w.op, w.params);
+  w.params["dtype"] = name->second;
+  w.dag = build_op(w.op, w.params);
+  w.name = from_suite ? w.name + " [" + name->second + "]" : describe(w.op, w.params);
 }
 
 void require_fits_in_memory(const Workload& w) {

@@ -19,6 +19,11 @@ struct Workload {
 Workload resolve_workload(const std::string& op, const std::vector<std::string>& params, const std::string& suite,
                           const std::string& case_name);
 
+// Gives `w` the element type `dtype` (fp32, fp16, bf16, or float32, float16, bfloat16): sets its op
+// template's "dtype" parameter and rebuilds its DAG; a suite case's name gains " [bfloat16]". Throws
+// InputError when the name is unknown, the op takes no dtype, or a --param dtype= says otherwise.
+void apply_dtype(Workload& w, const std::string& dtype);
+
 // Every case of a suite file, in file order.
 std::vector<Workload> load_suite(const std::string& path);
 // The same for the text of a suite; `path` names it in messages.

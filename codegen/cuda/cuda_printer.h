@@ -15,7 +15,18 @@
 
 namespace tessel::cuda_detail {
 
-inline const char* c_type(DType t) { return t == DType::Float32 ? "float" : t == DType::Int64 ? "long long" : "bool"; }
+// The C type of a buffer element or a value. 16-bit floats are kept as their bits (typedefs in the
+// prelude) and converted by the prelude's helpers: no header is needed from NVRTC.
+inline const char* c_type(DType t) {
+  switch (t) {
+    case DType::Float32: return "float";
+    case DType::Int64: return "long long";
+    case DType::Float16: return "tessel_half";
+    case DType::BFloat16: return "tessel_bfloat16";
+    case DType::Bool: break;
+  }
+  return "bool";
+}
 
 class CudaPrinter {
  public:

@@ -165,6 +165,14 @@ std::string CudaPrinter::cast(const Expr& e, int lane) {
   const Type to = e->type;
   std::string v = expr(e->args[0], lane);
   if (from.dtype == to.dtype) return v;
+  if (from.is_half() || to.is_half()) {  // between float types only (expr.h)
+    std::string f = from.dtype == DType::Float16    ? "tessel_half_to_float(" + strip_parens(v) + ")"
+                    : from.dtype == DType::BFloat16 ? "tessel_bfloat16_to_float(" + strip_parens(v) + ")"
+                                                    : strip_parens(v);
+    if (to.dtype == DType::Float16) return "tessel_float_to_half(" + f + ")";
+    if (to.dtype == DType::BFloat16) return "tessel_float_to_bfloat16(" + f + ")";
+    return f;
+  }
   if (to.is_bool()) return "(" + v + (from.is_float() ? " != 0.0f)" : " != 0)");
   if (to.is_float()) {
     // A constant lane (of a cast Ramp, typically) reads better as a float literal.

@@ -13,6 +13,7 @@
 
 #include "codegen/cuda/cuda_backend.h"
 #include "schedule/te/error.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel {
 
@@ -439,7 +440,7 @@ DriverModule::DriverModule(DriverRuntime& rt, const CudaProgram& program, const 
       functions_.push_back(f);
     }
     for (const BufferParam& s : program.scratch) {
-      int64_t bytes = s.dtype == DType::Float32 ? 4 : s.dtype == DType::Int64 ? 8 : 1;
+      int64_t bytes = dtype_bytes(s.dtype);
       for (int64_t e : s.shape) bytes *= e;
       scratch_names_.push_back(s.name);
       if (own_scratch_) scratch_.push_back(rt_.alloc(bytes));

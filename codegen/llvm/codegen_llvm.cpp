@@ -18,6 +18,7 @@
 #include "codegen/llvm/llvm_internal.h"
 #include "codegen/llvm/vector_math.h"
 #include "schedule/te/error.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel::llvm_backend {
 
@@ -27,7 +28,7 @@ constexpr int64_t kMaxStackAllocationBytes = 64 * 1024;
 constexpr unsigned kBufferAlignment = 64;
 constexpr int64_t kCacheLineBytes = 64;
 
-int64_t element_bytes(DType t) { return t == DType::Float32 ? 4 : t == DType::Int64 ? 8 : 1; }
+int64_t element_bytes(DType t) { return dtype_bytes(t); }
 
 // log2(v) when `e` is the constant v = 2^k > 0 (scalar or broadcast), else -1.
 int power_of_two_log(const Expr& e) {
@@ -54,13 +55,26 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module& module, const LLVMOptions& options)
   b_.setFastMathFlags(flags);
 }
 
+// A bfloat16 value is carried as its 16 bits (i16) and converted by hand (see emit_cast): LLVM's own
+// bfloat conversions call a runtime function the system's libgcc does not have.
 llvm::Type* CodeGenLLVM::value_type(Type t) {
-  llvm::Type* elem = t.is_float() ? b_.getFloatTy() : t.is_int() ? b_.getInt64Ty() : b_.getInt1Ty();
+  llvm::Type* elem = t.dtype == DType::Float32   ? b_.getFloatTy()
+                     : t.dtype == DType::Float16 ? b_.getHalfTy()
+                     : t.dtype == DType::BFloat16 ? b_.getInt16Ty()
+                     : t.is_int()                 ? b_.getInt64Ty()
+                                                  : b_.getInt1Ty();
   return t.lanes > 1 ? llvm::FixedVectorType::get(elem, t.lanes) : elem;
 }
 
 llvm::Type* CodeGenLLVM::memory_type(DType t) {
-  return t == DType::Float32 ? b_.getFloatTy() : t == DType::Int64 ? b_.getInt64Ty() : b_.getInt8Ty();
+  switch (t) {
+    case DType::Float32: return b_.getFloatTy();
+    case DType::Int64: return b_.getInt64Ty();
+    case DType::Float16: return b_.getHalfTy();
+    case DType::BFloat16: return b_.getInt16Ty();
+    case DType::Bool: break;
+  }
+  return b_.getInt8Ty();
 }
 
 const CodeGenLLVM::Buffer& CodeGenLLVM::lookup_buffer(const std::string& name) const {
@@ -89,7 +103,7 @@ namespace {
 constexpr int64_t kStreamingBytes = int64_t(64) << 20;
 
 int64_t param_bytes(const BufferParam& p) {
-  int64_t n = p.dtype == DType::Bool ? 1 : 4;
+  int64_t n = element_bytes(p.dtype);
   for (int64_t e : p.shape) n *= e;
   return n;
 }
@@ -439,6 +453,7 @@ llvm::Value* CodeGenLLVM::emit_cast(const Expr& e) {
   llvm::Value* v = emit_expr(e->args[0]);
   llvm::Type* target = value_type(to);
   if (from.dtype == to.dtype) return v;
+  if (from.is_half() || to.is_half()) return emit_float_conversion(v, from, to);
   if (from.is_float()) {
     if (to.is_int()) return b_.CreateFreeze(b_.CreateFPToSI(v, target));  // out of range: unspecified
     return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -449,6 +464,38 @@ llvm::Value* CodeGenLLVM::emit_cast(const Expr& e) {
   }
   if (to.is_float()) return b_.CreateUIToFP(v, target);
   return b_.CreateZExt(v, target);
+}
+
+// Conversions between float types (expr.h allows a 16-bit float to convert to floats only). Float16
+// uses LLVM's half (F16C instructions, or libgcc's helpers without them); bfloat16 is the upper half
+// of a float32: widening shifts its bits up, narrowing rounds to nearest even on the integer bits
+// (adding 0x7FFF plus the lowest kept bit) and keeps NaN a quiet NaN.
+llvm::Value* CodeGenLLVM::emit_float_conversion(llvm::Value* v, Type from, Type to) {
+  auto vec = [&](llvm::Type* elem) -> llvm::Type* {
+    return from.lanes > 1 ? llvm::FixedVectorType::get(elem, from.lanes) : elem;
+  };
+  auto splat = [&](llvm::Type* elem, uint64_t c) -> llvm::Value* {
+    llvm::Constant* k = llvm::ConstantInt::get(elem, c);
+    return from.lanes > 1 ? llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(from.lanes), k) : k;
+  };
+  // To float32 first.
+  llvm::Value* f = v;
+  if (from.dtype == DType::Float16) {
+    f = b_.CreateFPExt(v, vec(b_.getFloatTy()));
+  } else if (from.dtype == DType::BFloat16) {
+    llvm::Value* wide = b_.CreateShl(b_.CreateZExt(v, vec(b_.getInt32Ty())), splat(b_.getInt32Ty(), 16));
+    f = b_.CreateBitCast(wide, vec(b_.getFloatTy()));
+  }
+  if (to.dtype == DType::Float32) return f;
+  if (to.dtype == DType::Float16) return b_.CreateFPTrunc(f, vec(b_.getHalfTy()));
+  llvm::Type* i32 = b_.getInt32Ty();
+  llvm::Value* bits = b_.CreateBitCast(f, vec(i32));
+  llvm::Value* lowest_kept = b_.CreateAnd(b_.CreateLShr(bits, splat(i32, 16)), splat(i32, 1));
+  llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(bits, splat(i32, 0x7FFF)), lowest_kept),
+                                       splat(i32, 16));
+  llvm::Value* quiet_nan = b_.CreateOr(b_.CreateLShr(bits, splat(i32, 16)), splat(i32, 0x40));
+  llvm::Value* is_nan = b_.CreateFCmpUNO(f, f);
+  return b_.CreateTrunc(b_.CreateSelect(is_nan, quiet_nan, rounded), vec(b_.getInt16Ty()));
 }
 
 llvm::Value* CodeGenLLVM::element_pointer(const Buffer& buffer, llvm::Value* index) {

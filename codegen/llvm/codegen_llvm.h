@@ -50,6 +50,7 @@ class CodeGenLLVM {
   llvm::Value* emit_binary(const Expr& e);
   llvm::Value* emit_floor_div_mod(const Expr& e, llvm::Value* a, llvm::Value* b);
   llvm::Value* emit_cast(const Expr& e);
+  llvm::Value* emit_float_conversion(llvm::Value* v, Type from, Type to);
   llvm::Value* emit_select(const Expr& e);
   llvm::Value* emit_load(const Expr& e);
   llvm::Value* emit_ramp(const Expr& e);

@@ -12,6 +12,7 @@
 
 #include "schedule/interpreter/host_memory.h"
 #include "schedule/te/error.h"
+#include "schedule/te/half_float.h"
 
 namespace tessel {
 
@@ -48,8 +49,9 @@ void for_chunks(size_t size, size_t chunks, F&& f) {
 
 struct Node {
   ExprOp op = ExprOp::IntImm;
-  bool is_float = false;
+  bool is_float = false;  // any float type: evaluated as a double
   bool is_bool = false;
+  DType dtype = DType::Float32;
   MathFn fn = MathFn::Exp;
   int64_t int_value = 0;
   double float_value = 0;
@@ -80,6 +82,7 @@ class Compiler {
     n.op = e->op;
     n.is_float = e->type.is_float();
     n.is_bool = e->type.is_bool();
+    n.dtype = e->type.dtype;
     n.int_value = e->int_value;
     n.float_value = e->float_value;
     switch (e->op) {
@@ -143,7 +146,11 @@ class Evaluator {
       case ExprOp::Min: return std::fmin(real(n.args[0]), real(n.args[1]));
       case ExprOp::Max: return std::fmax(real(n.args[0]), real(n.args[1]));
       case ExprOp::Select: return integer(n.args[0]) ? real(n.args[1]) : real(n.args[2]);
-      case ExprOp::Cast: return n.args[0].is_float ? real(n.args[0]) : static_cast<double>(integer(n.args[0]));
+      case ExprOp::Cast: {
+        // Casts between floats are exact except to a 16-bit float, which rounds as a kernel's store does.
+        double v = n.args[0].is_float ? real(n.args[0]) : static_cast<double>(integer(n.args[0]));
+        return n.dtype == DType::Float32 ? v : round_to_dtype(v, n.dtype);
+      }
       case ExprOp::TensorRead: return read(n);
       case ExprOp::Call: return call(n);
       default:
@@ -356,6 +363,8 @@ ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& in
       throw InputError("reference interpreter: input " + op.name + " has " + std::to_string(it->second.size()) +
                        " elements; its shape needs " + std::to_string(op.num_elements()));
     storage[t].assign(it->second.begin(), it->second.end());
+    if (Type{op.dtype, 1}.is_half())  // the values its buffer can hold
+      for (double& v : storage[t]) v = round_to_dtype(v, op.dtype);
     views[t].data = &storage[t];
   }
   for (size_t t = 0; t < ops.size(); ++t) {
@@ -388,6 +397,9 @@ HostTensors make_random_inputs(const ComputeDAG& dag, uint64_t seed) {
       // 24 random bits: exactly representable in float, uniform on [-1, 1) in steps of 2^-23.
       v = static_cast<float>(static_cast<double>(z >> 40) * (1.0 / 8388608.0) - 1.0);
     }
+    // A 16-bit float input holds the nearest value of its type, the value its buffer will hold.
+    if (Type{op.dtype, 1}.is_half())
+      for (float& v : values) v = static_cast<float>(round_to_dtype(v, op.dtype));
     out[op.name] = std::move(values);
   }
   return out;

@@ -15,12 +15,14 @@ using HostTensors = std::map<std::string, std::vector<float>>;
 using ReferenceTensors = std::map<std::string, std::vector<double>>;
 
 // Evaluates every compute op of `dag` given values for all placeholders (row-major, exactly
-// num_elements() each; throws InputError otherwise). Returns every computed tensor by name. Like
+// num_elements() each; throws InputError otherwise; a 16-bit float placeholder's values are first
+// rounded to its type). Returns every computed tensor by name. Like
 // make_random_inputs, it first refuses (InputError) a workload whose buffers do not fit in this
 // machine's memory (host_memory.h).
 ReferenceTensors evaluate_reference(const ComputeDAG& dag, const HostTensors& inputs);
 
-// Deterministic random inputs for every placeholder, uniform in [-1, 1).
+// Deterministic random inputs for every placeholder, uniform in [-1, 1) (rounded to a 16-bit
+// placeholder's type).
 HostTensors make_random_inputs(const ComputeDAG& dag, uint64_t seed);
 
 // Compares an fp32 result with the float64 reference: |got - want| <= atol * scale + rtol * |want|,

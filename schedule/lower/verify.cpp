@@ -5,6 +5,7 @@
 #include <set>
 
 #include "schedule/te/error.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel {
 
@@ -206,7 +207,7 @@ int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents
   constexpr int64_t kAlignment = 16;
   int64_t elements = 1;
   for (int64_t e : extents) elements *= std::max<int64_t>(e, 0);
-  const int64_t size = dtype == DType::Float32 ? 4 : dtype == DType::Int64 ? 8 : 1;
+  const int64_t size = dtype_bytes(dtype);
   const int64_t bytes = std::max<int64_t>(elements, 1) * size;
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }

@@ -2,7 +2,8 @@
 // (input channel of the group, kernel row, kernel column), and an optional bias / activation stage;
 // or the same with channels in blocks (layout=nchw8c / nchw16c), or reading an NCHW input into an
 // output in blocks (layout=nchw-to-nchw8c / nchw-to-nchw16c: a model's first convolution, whose few
-// input channels would fill a block mostly with padding).
+// input channels would fill a block mostly with padding). dtype=float16 / bfloat16 reads 16-bit
+// inputs and weights as float32, accumulates in float32 and stores a 16-bit output.
 #include <optional>
 
 #include "schedule/ops/op_builders.h"
@@ -23,6 +24,15 @@ struct BlockedConv {
 
 int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
 
+// Zero padding in the input's own type: the padded input stays 16-bit when the input is.
+Expr zero_of(DType dt) { return make_cast(Type{dt, 1}, f32(0)); }
+
+// The reduction's name: "conv" before an epilogue; else the output "Y" itself, or "Y_acc" when a
+// 16-bit output is stored from it by one more stage.
+std::string conv_stage_name(bool epilogue, DType dt) {
+  return epilogue ? "conv" : dt == DType::Float32 ? "Y" : "Y_acc";
+}
+
 // The same convolution with channels in blocks of `block` (oneDNN's nChw16c and OIhw16o, TVM's
 // NCHWc): X[N, C/b, H, W, b], W[F/b, C, KH, KW, b], b[F/b, b] and Y[N, F/b, H', W', b], each
 // channel count rounded up to whole blocks. Y's last axis is a block of output channels, so a
@@ -31,18 +41,18 @@ int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) 
 // nothing reads them as channels (a blocked input's lanes past C are never read either). A
 // depthwise convolution keeps each channel in its lane: W[C/b, KH, KW, b], and the input read at
 // the output's own block and lane, so a vector of lanes loads contiguously from input and weights.
-ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& act) {
+ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& act, DType dt) {
   const int64_t cb = blocks(s.c, s.block), fb = blocks(s.f, s.block);
   std::vector<Operation> ops;
   if (s.plain_input)
-    ops.push_back(placeholder("X", {s.n, s.c, s.h, s.w}));
+    ops.push_back(placeholder("X", {s.n, s.c, s.h, s.w}, dt));
   else
-    ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}));
+    ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}, dt));
   if (s.depthwise)
-    ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}));
+    ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}, dt));
   else
-    ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}));
-  if (bias) ops.push_back(placeholder("b", {fb, s.block}));
+    ops.push_back(placeholder("W", {fb, s.c, s.kh, s.kw, s.block}, dt));
+  if (bias) ops.push_back(placeholder("b", {fb, s.block}, dt));
   std::string source = "X";
   if (s.pad > 0) {
     Axis pn{"pn", s.n}, pc{"pc", s.plain_input ? s.c : cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad},
@@ -53,11 +63,11 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
     Expr yy = min(max(y - s.pad, make_int(0)), make_int(s.h - 1));
     Expr xx = min(max(x - s.pad, make_int(0)), make_int(s.w - 1));
     if (s.plain_input) {
-      Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx});
-      ops.push_back(compute("pad", {pn, pc, ph, pw}, make_select(inside, value, f32(0))));
+      Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx}, Type{dt, 1});
+      ops.push_back(compute("pad", {pn, pc, ph, pw}, make_select(inside, value, zero_of(dt))));
     } else {
-      Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)});
-      ops.push_back(compute("pad", {pn, pc, ph, pw, pl}, make_select(inside, value, f32(0))));
+      Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)}, Type{dt, 1});
+      ops.push_back(compute("pad", {pn, pc, ph, pw, pl}, make_select(inside, value, zero_of(dt))));
     }
     source = "pad";
   }
@@ -67,21 +77,23 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
   const Expr b = make_int(s.block);
   Expr iy = scaled(var(ay), s.stride) + scaled(var(rh), s.dilation);
   Expr ix = scaled(var(ax), s.stride) + scaled(var(rw), s.dilation);
-  const char* conv_name = epilogue ? "conv" : "Y";
+  const std::string conv_name = conv_stage_name(epilogue, dt);
   if (s.depthwise) {
-    Expr term = make_tensor_read(source, {var(an), var(afo), iy, ix, var(afi)}) * read("W", {afo, rh, rw, afi});
+    Expr term = read_float(source, {var(an), var(afo), iy, ix, var(afi)}, dt) * read_float("W", {afo, rh, rw, afi}, dt);
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rh, rw}, term));
   } else {
-    Expr input = s.plain_input ? make_tensor_read(source, {var(an), var(rc), iy, ix})
-                               : make_tensor_read(source, {var(an), var(rc) / b, iy, ix, var(rc) % b});
-    Expr term = input * read("W", {afo, rc, rh, rw, afi});
+    Expr input = s.plain_input ? read_float(source, {var(an), var(rc), iy, ix}, dt)
+                               : read_float(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}, dt);
+    Expr term = input * read_float("W", {afo, rc, rh, rw, afi}, dt);
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
   }
   if (epilogue) {
     Axis n1{"n1", s.n}, fo1{"fo1", fb}, y1{"oh1", s.oh}, x1{"ow1", s.ow}, fi1{"fi1", s.block};
     Expr v = read("conv", {n1, fo1, y1, x1, fi1});
-    if (bias) v = v + read("b", {fo1, fi1});
-    ops.push_back(compute("Y", {n1, fo1, y1, x1, fi1}, apply_activation(v, act)));
+    if (bias) v = v + read_float("b", {fo1, fi1}, dt);
+    ops.push_back(compute("Y", {n1, fo1, y1, x1, fi1}, make_cast(Type{dt, 1}, apply_activation(v, act))));
+  } else if (dt != DType::Float32) {
+    append_store_cast(ops, conv_name, "Y", dt);
   }
   return ComputeDAG(std::move(ops));
 }
@@ -95,6 +107,7 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   int64_t dilation = p.positive_int("dilation"), groups = p.positive_int("groups");
   bool bias = p.flag("bias");
   const std::string& act = p.choice("act");
+  const DType dt = param_dtype(p);
 
   if (c % groups != 0)
     p.fail("groups",
@@ -139,13 +152,13 @@ ComputeDAG build_conv2d(const ParamReader& p) {
                  "; other grouped convolutions stay NCHW");
     const int64_t block = layout.size() >= 5 && layout.compare(layout.size() - 3, 3, "16c") == 0 ? 16 : 8;
     return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block, depthwise, plain_input}, bias,
-                          act);
+                          act, dt);
   }
 
   std::vector<Operation> ops;
-  ops.push_back(placeholder("X", {n, c, h, w}));
-  ops.push_back(placeholder("W", {f, cg, kh, kw}));
-  if (bias) ops.push_back(placeholder("b", {f}));
+  ops.push_back(placeholder("X", {n, c, h, w}, dt));
+  ops.push_back(placeholder("W", {f, cg, kh, kw}, dt));
+  if (bias) ops.push_back(placeholder("b", {f}, dt));
 
   std::string source = "X";
   if (pad > 0) {
@@ -155,8 +168,8 @@ ComputeDAG build_conv2d(const ParamReader& p) {
     // The select guards the read; the clamp keeps it in bounds even under eager evaluation.
     Expr yy = min(max(y - pad, make_int(0)), make_int(h - 1));
     Expr xx = min(max(x - pad, make_int(0)), make_int(w - 1));
-    Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx});
-    ops.push_back(compute("pad", {pn, pc, ph, pw}, make_select(inside, value, f32(0))));
+    Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx}, Type{dt, 1});
+    ops.push_back(compute("pad", {pn, pc, ph, pw}, make_select(inside, value, zero_of(dt))));
     source = "pad";
   }
 
@@ -170,15 +183,17 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   }
   Expr iy = scaled(var(ay), stride) + scaled(var(rh), dilation);
   Expr ix = scaled(var(ax), stride) + scaled(var(rw), dilation);
-  Expr term = make_tensor_read(source, {var(an), channel, iy, ix}) * read("W", {af, rc, rh, rw});
-  const char* conv_name = epilogue ? "conv" : "Y";
+  Expr term = read_float(source, {var(an), channel, iy, ix}, dt) * read_float("W", {af, rc, rh, rw}, dt);
+  const std::string conv_name = conv_stage_name(epilogue, dt);
   ops.push_back(reduce(conv_name, {an, af, ay, ax}, ReduceKind::Sum, {rc, rh, rw}, term));
 
   if (epilogue) {
     Axis n1{"n1", n}, f1{"f1", f}, y1{"oh1", oh}, x1{"ow1", ow};
     Expr v = read("conv", {n1, f1, y1, x1});
-    if (bias) v = v + read("b", {f1});
-    ops.push_back(compute("Y", {n1, f1, y1, x1}, apply_activation(v, act)));
+    if (bias) v = v + read_float("b", {f1}, dt);
+    ops.push_back(compute("Y", {n1, f1, y1, x1}, make_cast(Type{dt, 1}, apply_activation(v, act))));
+  } else if (dt != DType::Float32) {
+    append_store_cast(ops, conv_name, "Y", dt);
   }
   return ComputeDAG(std::move(ops));
 }

@@ -23,8 +23,8 @@ ComputeDAG build_bias_residual_layernorm(const ParamReader& p);
 ComputeDAG build_elementwise(const ParamReader& p);
 
 // --- stage helpers ---------------------------------------------------------------------------
-Operation placeholder(const std::string& name, std::vector<int64_t> shape);
-// out[axes] = body
+Operation placeholder(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32);
+// out[axes] = body (the operation's dtype is the body's)
 Operation compute(const std::string& name, std::vector<Axis> axes, Expr body);
 // out[axes] = kind over reduce_axes of body
 Operation reduce(const std::string& name, std::vector<Axis> axes, ReduceKind kind,
@@ -33,6 +33,16 @@ Operation reduce(const std::string& name, std::vector<Axis> axes, ReduceKind kin
 inline Expr var(const Axis& a) { return make_var(a.name); }
 inline Expr f32(double v) { return make_float(v); }
 Expr read(const std::string& tensor, const std::vector<Axis>& axes);  // tensor[a0, a1, ...]
+// float32(tensor[...]) of a tensor of `dtype` (no cast for float32).
+Expr read_float(const std::string& tensor, std::vector<Expr> indices, DType dtype);
+Expr read_float(const std::string& tensor, const std::vector<Axis>& axes, DType dtype);
+// Appends `to`[...] = dtype(`from`[...]), the store of a float32 result as a 16-bit float; `from`
+// must be the last operation of `ops`.
+void append_store_cast(std::vector<Operation>& ops, const std::string& from, const std::string& to, DType dtype);
+
+// The "dtype" parameter of the contraction templates and its value.
+OpParam dtype_param();
+DType param_dtype(const ParamReader& p);
 
 // The activations shared by dense and conv2d ("none" returns x unchanged).
 // The choices are listed once, in op_library.cpp's template table.

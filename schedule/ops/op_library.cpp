@@ -38,15 +38,16 @@ const std::vector<Entry>& entries() {
     std::vector<Entry> e;
     e.push_back({{"matmul", "C[M,N] = sum_k A[M,K]*B[K,N]",
                   {int_param("M", "rows of A and C"), int_param("N", "columns of B and C"),
-                   int_param("K", "reduction length")}},
+                   int_param("K", "reduction length"), ops_detail::dtype_param()}},
                  ops_detail::build_matmul});
     e.push_back({{"dense", "Y[M,N] = act(sum_k X[M,K]*W[K,N] + b[N])",
                   {int_param("M", "rows of X and Y"), int_param("N", "output features"),
-                   int_param("K", "input features"), bias_param(), act_param()}},
+                   int_param("K", "input features"), bias_param(), act_param(), ops_detail::dtype_param()}},
                  ops_detail::build_dense});
     e.push_back({{"batch_matmul", "C[B,M,N] = sum_k A[B,M,K]*B[B,K,N]",
                   {int_param("B", "batch size"), int_param("M", "rows of each A and C"),
-                   int_param("N", "columns of each B and C"), int_param("K", "reduction length")}},
+                   int_param("N", "columns of each B and C"), int_param("K", "reduction length"),
+                   ops_detail::dtype_param()}},
                  ops_detail::build_batch_matmul});
     e.push_back({{"conv2d", "Y[N,F,H',W'] = act(conv(X[N,C,H,W], W[F,C/groups,KH,KW]) + b[F]), NCHW",
                   {int_param("N", "batch size"), int_param("C", "input channels"),
@@ -63,7 +64,8 @@ const std::vector<Entry>& entries() {
                            {"nchw", "nchw8c", "nchw16c", "nchw-to-nchw8c", "nchw-to-nchw16c"},
                            "nchw, or channels in blocks of 8 / 16: X[N,C/b,H,W,b], W[F/b,C,KH,KW,b], "
                            "Y[N,F/b,H',W',b] (groups=1; depthwise: W[C/b,KH,KW,b]); nchw-to-*: X stays "
-                           "X[N,C,H,W] (groups=1)"}}},
+                           "X[N,C,H,W] (groups=1)"},
+                   ops_detail::dtype_param()}},
                  ops_detail::build_conv2d});
     e.push_back({{"softmax", "Y[r,c] = exp(X[r,c] - max_c X[r,:]) / sum_c exp(...)",
                   {int_param("rows", "independent rows"), int_param("cols", "softmax length")}},
@@ -280,10 +282,11 @@ std::vector<int64_t> parse_shape(const std::string& text, std::string& error) {
 
 // --- stage helpers ------------------------------------------------------------------------------
 
-Operation placeholder(const std::string& name, std::vector<int64_t> shape) {
+Operation placeholder(const std::string& name, std::vector<int64_t> shape, DType dtype) {
   Operation op;
   op.name = name;
   op.is_placeholder = true;
+  op.dtype = dtype;
   op.shape = std::move(shape);
   return op;
 }
@@ -291,6 +294,7 @@ Operation placeholder(const std::string& name, std::vector<int64_t> shape) {
 Operation compute(const std::string& name, std::vector<Axis> axes, Expr body) {
   Operation op;
   op.name = name;
+  op.dtype = body->type.dtype;
   for (const Axis& a : axes) op.shape.push_back(a.extent);
   op.axes = std::move(axes);
   op.body = std::move(body);
@@ -309,6 +313,34 @@ Expr read(const std::string& tensor, const std::vector<Axis>& axes) {
   std::vector<Expr> idx;
   for (const Axis& a : axes) idx.push_back(var(a));
   return make_tensor_read(tensor, std::move(idx));
+}
+
+Expr read_float(const std::string& tensor, std::vector<Expr> indices, DType dtype) {
+  return make_cast(kFloat32, make_tensor_read(tensor, std::move(indices), Type{dtype, 1}));
+}
+
+Expr read_float(const std::string& tensor, const std::vector<Axis>& axes, DType dtype) {
+  std::vector<Expr> idx;
+  for (const Axis& a : axes) idx.push_back(var(a));
+  return read_float(tensor, std::move(idx), dtype);
+}
+
+void append_store_cast(std::vector<Operation>& ops, const std::string& from, const std::string& to, DType dtype) {
+  const Operation& source = ops.back();
+  TESSEL_CHECK(source.name == from, "store cast of " + from + " must follow it");
+  std::vector<Axis> axes;
+  for (size_t d = 0; d < source.shape.size(); ++d) axes.push_back({to + "_" + std::to_string(d), source.shape[d]});
+  ops.push_back(compute(to, axes, make_cast(Type{dtype, 1}, read(from, axes))));
+}
+
+OpParam dtype_param() {
+  return OpParam{"dtype", ParamKind::Choice, "float32", {"float32", "float16", "bfloat16"},
+                 "element type of inputs and outputs; float16 / bfloat16 compute and accumulate in float32"};
+}
+
+DType param_dtype(const ParamReader& p) {
+  const std::string& d = p.choice("dtype");
+  return d == "float16" ? DType::Float16 : d == "bfloat16" ? DType::BFloat16 : DType::Float32;
 }
 
 Expr apply_activation(const Expr& x, const std::string& act) {

@@ -47,7 +47,7 @@ void apply_cache_read(State& state, const Step& step) {
     copy.axes.push_back(Axis{"ax" + std::to_string(d), source.shape[d]});
     indices.push_back(make_var(copy.axes.back().name));
   }
-  copy.body = make_tensor_read(step.stage, indices, make_float(0)->type);
+  copy.body = make_tensor_read(step.stage, indices, Type{source.dtype, 1});
   for (const std::string& reader : step.loops) {
     Operation& r = state.mutable_op(reader);
     r.body = rename_reads(r.body, step.stage, name);

@@ -59,6 +59,9 @@ void check_body(const Operation& op, const std::map<std::string, const Operation
         throw InputError("operation " + op.name + " reads " + e->name + " with " +
                          std::to_string(e->args.size()) + " indices; it has rank " +
                          std::to_string(it->second->shape.size()));
+      if (e->type.dtype != it->second->dtype)
+        throw InputError("operation " + op.name + " reads " + e->name + " as " + to_string(e->type.dtype) +
+                         "; it holds " + to_string(it->second->dtype));
     }
     for (const Expr& a : e->args) walk(a);
   };
@@ -94,6 +97,12 @@ ComputeDAG::ComputeDAG(std::vector<Operation> ops) : ops_(std::move(ops)) {
         throw InputError("operation " + op.name + ": its expression is " + std::to_string(depth) +
                          " levels deep; at most " + std::to_string(kMaxExprDepth) + " are allowed");
       check_body(op, known);
+      if (op.body->type.dtype != op.dtype)
+        throw InputError("operation " + op.name + " is " + to_string(op.dtype) + " but its body computes " +
+                         to_string(op.body->type.dtype));
+      if (op.reduce != ReduceKind::None && Type{op.dtype, 1}.is_half())
+        throw InputError("operation " + op.name + " reduces in " + to_string(op.dtype) +
+                         "; reductions accumulate in float32: cast the result in an operation after it");
     }
     check_operation_sizes(op);
     known[op.name] = &op;

@@ -45,7 +45,7 @@ bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) |
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)); }
 
 std::optional<DType> dtype_named(const std::string& name) {
-  for (DType d : {DType::Float32, DType::Int64, DType::Bool})
+  for (DType d : {DType::Float32, DType::Int64, DType::Bool, DType::Float16, DType::BFloat16})
     if (to_string(d) == name) return d;
   return std::nullopt;
 }
@@ -96,6 +96,7 @@ std::string binary_type_problem(ExprOp op, const Type& a, const Type& b) {
   if (op == ExprOp::FloorDiv || op == ExprOp::FloorMod)
     return a.is_int() ? "" : what + " takes int64 operands, not " + to_string(a);
   if (!is_comparison(op) && a.is_bool()) return what + " takes numbers, not bool";
+  if (a.is_half()) return what + " takes float32, not " + to_string(a) + " (a storage type: cast it to float32 first)";
   return "";
 }
 
@@ -186,9 +187,9 @@ class DagParser {
   DType dtype() {
     skip_blanks();
     size_t start = pos_;
-    std::string spelled = name("a dtype (float32, int64 or bool)");
+    std::string spelled = name("a dtype (float32, int64, bool, float16 or bfloat16)");
     auto d = dtype_named(spelled);
-    if (!d) fail(start, "unknown dtype '" + spelled + "'; dtypes are float32, int64 and bool");
+    if (!d) fail(start, "unknown dtype '" + spelled + "'; dtypes are float32, int64, bool, float16 and bfloat16");
     return *d;
   }
 
@@ -467,7 +468,7 @@ class DagParser {
     if (auto math = math_fn_named(fn)) {
       want_args(*math == MathFn::Pow ? 2 : 1);
       want_lanes_agree();
-      for (size_t i = 0; i < args.size(); ++i) want_type(i, args[i]->type.is_float(), "float32");
+      for (size_t i = 0; i < args.size(); ++i) want_type(i, args[i]->type.dtype == DType::Float32, "float32");
       return make_call(*math, std::move(args));
     }
     if (fn == "ramp") {
@@ -482,6 +483,8 @@ class DagParser {
     if (auto type = type_named(fn)) {  // a cast
       want_args(1);
       want_type(0, args[0]->type.lanes == type->lanes, std::to_string(type->lanes) + " lane(s) wide");
+      if (args[0]->type.is_half() || type->is_half())
+        want_type(0, args[0]->type.is_float() && type->is_float(), "a float (16-bit floats convert to floats only)");
       return make_cast(*type, args[0]);
     }
     if (auto lanes = lanes_suffix(fn)) {  // a broadcast: x4(...)

@@ -24,6 +24,8 @@ std::string to_string(DType dtype) {
     case DType::Float32: return "float32";
     case DType::Int64: return "int64";
     case DType::Bool: return "bool";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
   }
   return "?";
 }
@@ -145,6 +147,8 @@ Expr make_binary(ExprOp op, Expr a, Expr b) {
   }
   TESSEL_CHECK(a->type == b->type, std::string("operand types differ in ") + to_string(op) + ": " +
                                        to_string(a->type) + " vs " + to_string(b->type));
+  TESSEL_CHECK(!a->type.is_half(), std::string(to_string(op)) + " on " + to_string(a->type) +
+                                       ": 16-bit floats are storage types; cast them to float32 first");
   Type t = a->type;
   if (is_comparison(op)) {
     t = Type{DType::Bool, a->type.lanes};
@@ -187,6 +191,9 @@ Expr make_cast(Type type, Expr a) {
   check_arg(a, "cast");
   if (a->type == type) return a;
   TESSEL_CHECK(a->type.lanes == type.lanes, "cast cannot change the lane count");
+  TESSEL_CHECK(!(a->type.is_half() || type.is_half()) || a->type.is_float() == type.is_float(),
+               "cast between " + to_string(a->type) + " and " + to_string(type) +
+                   ": a 16-bit float converts to and from float types only");
   ExprNode n{ExprOp::Cast, type};
   n.args = {std::move(a)};
   return finish(std::move(n));
@@ -197,7 +204,8 @@ Expr make_call(MathFn fn, std::vector<Expr> args) {
   TESSEL_CHECK(args.size() == want, std::string("wrong argument count for ") + to_string(fn));
   for (auto& a : args) {
     check_arg(a, to_string(fn));
-    TESSEL_CHECK(a->type.is_float(), std::string(to_string(fn)) + " takes floats");
+    TESSEL_CHECK(a->type.dtype == DType::Float32, std::string(to_string(fn)) + " takes float32, not " +
+                                                      to_string(a->type));
   }
   if (args.size() == 2 && args[0]->type.lanes != args[1]->type.lanes) {
     int lanes = std::max(args[0]->type.lanes, args[1]->type.lanes);

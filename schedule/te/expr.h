@@ -5,6 +5,10 @@
 //    so two identical expressions hash and compare equal wherever they were built.
 //  - Types are a DType plus a lane count (1 for scalars). Index arithmetic is Int64, data is Float32,
 //    comparisons yield Bool. Binary operators require equal types; constructors check it.
+//  - Float16 (IEEE binary16) and BFloat16 are storage types: a value of either is read, selected,
+//    stored and cast, never computed with. Arithmetic, comparisons and math functions take Float32,
+//    so a half-precision kernel casts what it reads to Float32, computes (and accumulates) there, and
+//    casts back once to store. A cast to a 16-bit type rounds to nearest, ties to even.
 //  - Div is true division for floats; FloorDiv / FloorMod round toward negative infinity for ints.
 //  - Min / Max on floats follow IEEE minNum / maxNum (C's fmin / fmax): a NaN operand yields the
 //    other operand. Math functions follow their C library definitions (Sigmoid is 1 / (1 + exp(-x)),
@@ -26,13 +30,15 @@
 
 namespace tessel {
 
-enum class DType : uint8_t { Float32, Int64, Bool };
+enum class DType : uint8_t { Float32, Int64, Bool, Float16, BFloat16 };
 
 struct Type {
   DType dtype = DType::Float32;
   int lanes = 1;
 
-  bool is_float() const { return dtype == DType::Float32; }
+  // Any floating-point type; only Float32 takes arithmetic (is_half types are storage).
+  bool is_float() const { return dtype == DType::Float32 || is_half(); }
+  bool is_half() const { return dtype == DType::Float16 || dtype == DType::BFloat16; }
   bool is_int() const { return dtype == DType::Int64; }
   bool is_bool() const { return dtype == DType::Bool; }
   bool is_vector() const { return lanes > 1; }
@@ -45,8 +51,10 @@ struct Type {
 inline constexpr Type kFloat32{DType::Float32, 1};
 inline constexpr Type kInt64{DType::Int64, 1};
 inline constexpr Type kBool{DType::Bool, 1};
+inline constexpr Type kFloat16{DType::Float16, 1};
+inline constexpr Type kBFloat16{DType::BFloat16, 1};
 
-std::string to_string(DType dtype);
+std::string to_string(DType dtype);  // float32, int64, bool, float16, bfloat16
 std::string to_string(Type type);
 
 enum class ExprOp : uint8_t {

@@ -32,6 +32,8 @@ int64_t dtype_bytes(DType dtype) {
     case DType::Float32: return 4;
     case DType::Int64: return 8;
     case DType::Bool: return 1;
+    case DType::Float16: return 2;
+    case DType::BFloat16: return 2;
   }
   return 8;
 }

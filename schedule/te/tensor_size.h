@@ -25,7 +25,7 @@ namespace tessel {
 constexpr int64_t kMaxTensorBytes = int64_t{1} << 48;
 constexpr int64_t kMaxIterations = int64_t{1} << 62;
 
-// 4 for float32, 8 for int64, 1 for bool.
+// 4 for float32, 8 for int64, 1 for bool, 2 for float16 and bfloat16.
 int64_t dtype_bytes(DType dtype);
 
 // "A[1000000000000, 16]".

@@ -85,6 +85,42 @@ TEST_CASE("gpu schedules compile: bias_residual_layernorm 7x61", "[cuda][nvrtc]"
 TEST_CASE("gpu schedules compile: elementwise 7x13x3, 3 inputs", "[cuda][nvrtc]") {
   compile_schedules("elementwise", {{"shape", "7x13x3"}, {"inputs", "3"}, {"expr", "tanh(x)*y+exp(z)-pow(abs(x),y)"}});
 }
+TEST_CASE("gpu schedules compile: matmul 61x7x13 bfloat16", "[cuda][nvrtc][half]") {
+  compile_schedules("matmul", {{"M", "61"}, {"N", "7"}, {"K", "13"}, {"dtype", "bfloat16"}});
+}
+TEST_CASE("gpu schedules compile: dense 13x61x7 bias gelu float16", "[cuda][nvrtc][half]") {
+  compile_schedules("dense",
+                    {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "gelu"}, {"dtype", "float16"}});
+}
+TEST_CASE("gpu schedules compile: conv2d pad stride 2 float16", "[cuda][nvrtc][half]") {
+  compile_schedules("conv2d", {{"N", "1"}, {"C", "5"}, {"H", "13"}, {"W", "11"}, {"F", "7"}, {"KH", "3"}, {"KW", "3"},
+                               {"pad", "1"}, {"stride", "2"}, {"dtype", "float16"}});
+}
+
+// No NVRTC needed: what the printer makes of 16-bit buffers.
+TEST_CASE("16-bit buffers print as their bits, converted by the prelude's helpers", "[cuda][printer][half]") {
+  ComputeDAG dag = build_op("dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"dtype", "bfloat16"}});
+  CudaBuild b = build_cuda_kernel(dag, default_gpu_schedule(dag, GpuTargetSpec{}), "sm_90", /*compile=*/false);
+  const std::string& src = b.program.source;
+  INFO(src);
+  CHECK(src.find("typedef unsigned short tessel_bfloat16;") != std::string::npos);
+  CHECK(src.find("const tessel_bfloat16* __restrict__ X") != std::string::npos);
+  CHECK(src.find("tessel_bfloat16* __restrict__ Y") != std::string::npos);
+  CHECK(src.find("tessel_bfloat16_to_float(X[") != std::string::npos);
+  CHECK(src.find("= tessel_float_to_bfloat16(") != std::string::npos);
+
+  ComputeDAG fp16 = build_op("matmul", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"dtype", "float16"}});
+  const std::string half_src =
+      build_cuda_kernel(fp16, default_gpu_schedule(fp16, GpuTargetSpec{}), "sm_90", false).program.source;
+  CHECK(half_src.find("tessel_half_to_float(A[") != std::string::npos);
+  CHECK(half_src.find("tessel_float_to_half(") != std::string::npos);
+
+  // A float32 program has no 16-bit prelude (its source, and so its compiled form, is unchanged).
+  ComputeDAG fp32 = build_op("matmul", {{"M", "13"}, {"N", "61"}, {"K", "7"}});
+  const std::string fp32_src =
+      build_cuda_kernel(fp32, default_gpu_schedule(fp32, GpuTargetSpec{}), "sm_90", false).program.source;
+  CHECK(fp32_src.find("tessel_half") == std::string::npos);
+}
 
 namespace {
 

@@ -49,7 +49,7 @@ TEST_CASE("the registry lists every template in a fixed order", "[ops]") {
   REQUIRE(listed == std::vector<std::string>{"matmul", "dense", "batch_matmul", "conv2d", "softmax", "layernorm",
                                              "rmsnorm", "reduce_sum", "bias_residual_layernorm", "elementwise"});
   REQUIRE(find_op_template("conv2d") != nullptr);
-  REQUIRE(find_op_template("conv2d")->params.size() == 14);
+  REQUIRE(find_op_template("conv2d")->params.size() == 15);
   REQUIRE(find_op_template("conv3d") == nullptr);
   for (const OpTemplate& t : op_templates()) {
     CHECK_FALSE(t.summary.empty());

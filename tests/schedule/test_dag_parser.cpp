@@ -300,7 +300,7 @@ TEST_CASE("dag parser: bad text is an InputError with line and column", "[dag_pa
                       {"line 3, column 37: unknown tensor 'Q'"});
   require_input_error("A = placeholder(float32[4])\nC[i:4] = A[j]  : float32\n",
                       {"line 2, column 12: unknown axis 'j'; the axes of C are i"});
-  require_input_error("A = placeholder(float16[4])\n", {"line 1, column 17: unknown dtype 'float16'"});
+  require_input_error("A = placeholder(float8[4])\n", {"line 1, column 17: unknown dtype 'float8'"});
   require_input_error("A = placeholder(float32[4])\nC[i:4] = A[i]  : double\n",
                       {"line 2, column 18: unknown dtype 'double'"});
   require_input_error("A = placeholder(float32[4])\nC[i:4] = foo(A[i])  : float32\n",

@@ -119,6 +119,28 @@ TEST_CASE("random schedules: elementwise 7x13x3 with three inputs", "[property][
              {"expr", "sigmoid(x)*tanh(y) + max(z, 0.5) - exp(min(x, y)) + sqrt(abs(z)) + relu(x - y)"}}});
 }
 
+// 16-bit inputs and outputs (float32 inside): the conversions in every position a schedule puts
+// them (cached reads, vectorized loads and stores, the padded input, the epilogue).
+TEST_CASE("random schedules: matmul 61x7x13 bfloat16", "[property][random][half]") {
+  check_op({"matmul", {{"M", "61"}, {"N", "7"}, {"K", "13"}, {"dtype", "bfloat16"}}});
+}
+TEST_CASE("random schedules: dense 13x61x7 bias gelu float16", "[property][random][half]") {
+  check_op({"dense", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"bias", "1"}, {"act", "gelu"}, {"dtype", "float16"}}});
+}
+TEST_CASE("random schedules: batch_matmul 3x7x13x61 float16", "[property][random][half]") {
+  check_op({"batch_matmul", {{"B", "3"}, {"M", "7"}, {"N", "13"}, {"K", "61"}, {"dtype", "float16"}}});
+}
+TEST_CASE("random schedules: conv2d pad stride 2 dilation 2 bfloat16", "[property][random][half]") {
+  check_op({"conv2d",
+            {{"N", "1"}, {"C", "5"}, {"H", "13"}, {"W", "11"}, {"F", "7"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"},
+             {"pad", "1"}, {"dilation", "2"}, {"dtype", "bfloat16"}}});
+}
+TEST_CASE("random schedules: depthwise conv2d in channel blocks float16", "[property][random][half]") {
+  check_op({"conv2d",
+            {{"N", "1"}, {"C", "12"}, {"H", "9"}, {"W", "7"}, {"F", "12"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+             {"groups", "12"}, {"layout", "nchw8c"}, {"bias", "1"}, {"act", "relu"}, {"dtype", "float16"}}});
+}
+
 TEST_CASE("random schedules are deterministic and varied and include non-divisible splits", "[property][random]") {
   ComputeDAG dag = matmul_dag(61, 7, 13);
   std::set<std::string> distinct;

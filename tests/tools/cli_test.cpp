@@ -309,11 +309,11 @@ TEST_CASE("a schedule step that is not legal is bad input naming the step", "[cl
 TEST_CASE("tessel ops lists every op template with its params", "[cli][ops]") {
   RunResult r = require_ok({"ops"});
   const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
-      {"matmul", {"M", "N", "K"}},
-      {"dense", {"M", "N", "K", "bias", "act"}},
-      {"batch_matmul", {"B", "M", "N", "K"}},
+      {"matmul", {"M", "N", "K", "dtype"}},
+      {"dense", {"M", "N", "K", "bias", "act", "dtype"}},
+      {"batch_matmul", {"B", "M", "N", "K", "dtype"}},
       {"conv2d",
-       {"N", "C", "H", "W", "F", "KH", "KW", "stride", "pad", "dilation", "groups", "bias", "act", "layout"}},
+       {"N", "C", "H", "W", "F", "KH", "KW", "stride", "pad", "dilation", "groups", "bias", "act", "layout", "dtype"}},
       {"softmax", {"rows", "cols"}},
       {"layernorm", {"rows", "cols", "eps"}},
       {"rmsnorm", {"rows", "cols", "eps"}},
@@ -634,4 +634,25 @@ TEST_CASE("a directory given as a suite or schedule file is bad input reported a
 TEST_CASE("negative seeds are bad input", "[cli][input]") {
   require_bad_input(cmd("schedule", matmul(), {"--random-seed", "-5"}), {"--random-seed"});
   require_bad_input(cmd("check", matmul(), {"--seed", "-1", "--random-schedules", "1"}), {"--seed"});
+}
+
+// ---- 16-bit element types -----------------------------------------------------------------------
+
+TEST_CASE("the dtype option gives an op or a suite case 16-bit inputs and outputs, and refuses what has none",
+          "[cli][half]") {
+  RunResult te = require_ok(cmd("show", matmul("7", "61", "13"), {"--dtype", "bf16", "--emit", "te"}));
+  CHECK(contains(te.out, "A = placeholder(bfloat16[7, 13])"));
+  CHECK(contains(te.out, "= bfloat16(C_acc["));
+  RunResult ok = require_ok(cmd("check", matmul("7", "61", "13"), {"--dtype", "fp16", "--random-schedules", "5"}));
+  CHECK(contains(ok.out, "6 correct"));
+  // --dtype and --param dtype= agree or the command is refused.
+  require_ok(cmd("show", matmul("7", "61", "13"), {"--param", "dtype=float16", "--dtype", "fp16"}));
+  require_bad_input(cmd("show", matmul("7", "61", "13"), {"--param", "dtype=float16", "--dtype", "bf16"}),
+                    {"--dtype bf16", "dtype=float16"});
+  require_bad_input(cmd("show", matmul(), {"--dtype", "fp8"}), {"fp8", "fp16", "bf16"});
+  require_bad_input({"show", "--op", "softmax", "--param", "rows=4", "--param", "cols=8", "--dtype", "bf16"},
+                    {"softmax", "no dtype parameter"});
+  require_bad_input({"show", "--suite", source_file("suites/operators.json"), "--case", "softmax_8192x8192",
+                     "--dtype", "fp16"},
+                    {"softmax_8192x8192", "no dtype parameter"});
 }

@@ -210,23 +210,31 @@ class DefaultScheduler {
     }
     const Operation& c = state().op(compute);
     size_t rank = c.axes.size();
-    auto [u, v] = contraction_axes(c);
+    auto [u, v, w] = contraction_axes(c);
     // A vector axis of one vector (a block of output channels) leaves the register tile one vector
     // wide: it then takes more rows, and rows that divide the output (a bounds test on every
-    // accumulation otherwise), so that enough accumulators hide the FMA latency.
+    // accumulation otherwise), so that enough accumulators hide the FMA latency. Where the weights
+    // have blocks of output channels (w) in pairs, the tile takes two: each input value broadcast
+    // then feeds two FMAs, and the loads per FMA fall below the two per cycle a core issues
+    // (oneDNN's direct convolutions tile so). Accumulators, the weight vectors and one broadcast
+    // stay within the vector registers (32 with AVX-512's 16 lanes, else 16).
     const std::vector<std::string> out_axes = state().stage(out.name).leaf_names();
     const bool one_vector = extent_of(out.name, out_axes[v]) <= lanes_;
-    int64_t tile_rows = kTileRows, reg_rows = kRegRows;
+    int64_t tile_rows = kTileRows, reg_rows = kRegRows, reg_blocks = 1;
     if (one_vector && u >= 0) {
+      if (w >= 0 && extent_of(out.name, out_axes[w]) % 2 == 0) reg_blocks = 2;
+      const int64_t registers = lanes_ >= 16 ? 32 : 16;
+      const int64_t most_rows = std::min(kRegRows * kRegVectors, (registers - reg_blocks - 1) / reg_blocks);
       tile_rows = dividing_tile(extent_of(out.name, out_axes[u]), kTileRows);
-      reg_rows = dividing_tile(tile_rows, kRegRows * kRegVectors);
+      reg_rows = dividing_tile(tile_rows, most_rows);
     }
     // The output tile: u by tile_rows, v by kTileCols, outer loops fused and parallel.
     const std::string ou = u >= 0 ? out_axes[u] : "", ov = out_axes[v];
     std::vector<std::string> outer, inner;
     for (size_t a = 0; a < rank; ++a) {
       const std::string& ax = out_axes[a];
-      int64_t tile = static_cast<int>(a) == v ? kTileCols : static_cast<int>(a) == u ? tile_rows : 0;
+      const int i = static_cast<int>(a);
+      int64_t tile = i == v ? kTileCols : i == u ? tile_rows : i == w && reg_blocks > 1 ? reg_blocks : 0;
       if (tile && extent_of(out.name, ax) > tile && apply(split_step(out.name, ax, {tile}))) {
         outer.push_back(ax + ".0");
         inner.push_back(ax + ".1");
@@ -246,15 +254,43 @@ class DefaultScheduler {
     if (extent_of(out.name, vec) > lanes_ && apply(split_step(out.name, vec, {lanes_}))) vec += ".1";
     apply(annotate_step(out.name, vec, Annotation::Vectorize));
 
+    // With blocks in the register tile the contraction is computed per register tile, inside the
+    // output tile's loop over groups of `reg_rows` rows: its accumulators are then indexed by
+    // constants once the tile is unrolled, and stay in registers (computed per output tile, LLVM
+    // kept 14 of them in memory for a 14x14 output, a load and a store per FMA).
+    std::string at = tile_loop;
+    if (reg_blocks > 1) {
+      std::string rows;
+      for (const std::string& loop : inner)
+        if (loop == ou || loop == ou + ".1") rows = loop;
+      std::vector<std::string> leaves = state().stage(out.name).leaf_names();
+      if (!rows.empty() && extent_of(out.name, rows) > reg_rows && apply(split_step(out.name, rows, {reg_rows}))) {
+        std::vector<std::string> tiled;
+        for (const std::string& loop : state().stage(out.name).leaf_names())
+          if (loop != rows + ".0") tiled.push_back(loop);
+        auto first_inner = std::find(tiled.begin(), tiled.end(), inner.front());
+        tiled.insert(first_inner, rows + ".0");
+        if (apply(reorder_step(out.name, tiled))) at = rows + ".0";
+      }
+    }
     // The contraction per tile: [others, u.0, v.0, reduce..., u.1 (unrolled), v.1 (unrolled), v.2 (vector)].
-    if (!tile_loop.empty()) apply(compute_at_step(compute, out.name, tile_loop));
+    if (!at.empty()) apply(compute_at_step(compute, out.name, at));
     const Stage& cs = state().stage(compute);
     std::vector<std::string> spatial_outer, reduce, reg;
     std::string cv = cs.vars[v].name, cu = u >= 0 ? cs.vars[u].name : "";
+    const std::string cw = reg_blocks > 1 ? cs.vars[w].name : "";
     for (int a = 0; a < cs.num_roots; ++a) {
       const std::string& name = cs.vars[a].name;
       if (a >= cs.num_spatial_roots) reduce.push_back(name);
-      else if (name != cv && name != cu) spatial_outer.push_back(name);
+      else if (name != cv && name != cu && name != cw) spatial_outer.push_back(name);
+    }
+    if (!cw.empty()) {
+      if (apply(split_step(compute, cw, {reg_blocks}))) {
+        spatial_outer.push_back(cw + ".0");
+        reg.push_back(cw + ".1");
+      } else {
+        spatial_outer.push_back(cw);
+      }
     }
     if (!cu.empty() && apply(split_step(compute, cu, {reg_rows}))) {
       spatial_outer.push_back(cu + ".0");

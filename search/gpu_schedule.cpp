@@ -390,7 +390,8 @@ class GpuScheduler {
   OutputTiles tile_output(const std::string& out, const std::string& compute) {
     const Operation& c = state().op(compute);
     const int rank = static_cast<int>(c.axes.size());
-    auto [u, v] = contraction_axes(c);
+    const ContractionAxes ax = contraction_axes(c);
+    const int u = ax.u, v = ax.v;
     std::vector<std::string> axes = leaves(out);
     std::vector<std::string> others, blocks, threads, regs;
     OutputTiles tiles;

@@ -16,11 +16,15 @@ bool TraceBuilder::apply(const Step& step) {
   return true;
 }
 
-bool read_uses_axis(const Expr& read, const std::string& axis) {
-  for (const Expr& i : read->args)
+namespace {
+bool node_uses_axis(const ExprNode& read, const std::string& axis) {
+  for (const Expr& i : read.args)
     if (uses_var(i, axis)) return true;
   return false;
 }
+}  // namespace
+
+bool read_uses_axis(const Expr& read, const std::string& axis) { return node_uses_axis(*read, axis); }
 
 namespace {
 void collect(const Expr& e, std::vector<Expr>& out) {
@@ -35,15 +39,24 @@ std::vector<Expr> tensor_reads(const Expr& e) {
   return out;
 }
 
+namespace {
+// The tensor read a product's operand is: the read itself, or the read of a 16-bit tensor widened
+// to float32; nullptr for anything else.
+const ExprNode* operand_read(const Expr& e) {
+  const Expr& r = e->op == ExprOp::Cast && e->type.dtype == DType::Float32 ? e->args[0] : e;
+  return r->op == ExprOp::TensorRead ? r.get() : nullptr;
+}
+}  // namespace
+
 const Operation* find_contraction(const ComputeDAG& dag) {
   for (const Operation& op : dag.ops()) {
     if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul) continue;
-    const Expr &a = op.body->args[0], &b = op.body->args[1];
-    if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead) continue;
+    const ExprNode *a = operand_read(op.body->args[0]), *b = operand_read(op.body->args[1]);
+    if (!a || !b) continue;
     bool a_misses = false, b_misses = false;
     for (const Axis& axis : op.axes) {
-      a_misses |= !read_uses_axis(a, axis.name) && read_uses_axis(b, axis.name);
-      b_misses |= !read_uses_axis(b, axis.name) && read_uses_axis(a, axis.name);
+      a_misses |= !node_uses_axis(*a, axis.name) && node_uses_axis(*b, axis.name);
+      b_misses |= !node_uses_axis(*b, axis.name) && node_uses_axis(*a, axis.name);
     }
     if (a_misses && b_misses) return &op;
   }
@@ -53,13 +66,13 @@ const Operation* find_contraction(const ComputeDAG& dag) {
 const Operation* find_window_product(const ComputeDAG& dag) {
   for (const Operation& op : dag.ops()) {
     if (op.reduce != ReduceKind::Sum || op.body->op != ExprOp::Mul || op.axes.empty()) continue;
-    const Expr &a = op.body->args[0], &b = op.body->args[1];
-    if (a->op != ExprOp::TensorRead || b->op != ExprOp::TensorRead || a->args.empty() || b->args.empty()) continue;
+    const ExprNode *a = operand_read(op.body->args[0]), *b = operand_read(op.body->args[1]);
+    if (!a || !b || a->args.empty() || b->args.empty()) continue;
     const std::string& last = op.axes.back().name;
     bool one_misses = false, last_innermost = false;
     for (const Axis& axis : op.axes)
-      one_misses |= read_uses_axis(a, axis.name) != read_uses_axis(b, axis.name);
-    for (const Expr* r : {&a, &b}) last_innermost |= uses_var((*r)->args.back(), last);
+      one_misses |= node_uses_axis(*a, axis.name) != node_uses_axis(*b, axis.name);
+    for (const ExprNode* r : {a, b}) last_innermost |= uses_var(r->args.back(), last);
     if (one_misses && last_innermost) return &op;
   }
   return nullptr;
@@ -78,6 +91,16 @@ ContractionAxes contraction_axes(const Operation& c) {
       if (read_uses_axis(r, c.axes[a].name) && !in_other) ax.u = a;
     }
     if (ax.u >= 0) break;
+  }
+  for (const Expr& r : reads) {
+    if (!read_uses_axis(r, c.axes[ax.v].name)) continue;
+    for (int a = ax.v - 1; a >= 0 && ax.w < 0; --a) {
+      bool in_other = false;
+      for (const Expr& o : reads)
+        if (o != r && read_uses_axis(o, c.axes[a].name)) in_other = true;
+      if (read_uses_axis(r, c.axes[a].name) && !in_other && a != ax.u) ax.w = a;
+    }
+    if (ax.w >= 0) break;
   }
   return ax;
 }

@@ -57,9 +57,14 @@ void rfactor_into_vectors(TraceBuilder& b, const std::string& name, int64_t chai
 void prefetch_rows_ahead(TraceBuilder& b, const Operation& input, const std::string& out, int64_t ahead_bytes,
                          int64_t min_bytes);
 
+// The axes of a contraction's register tile: `v` the innermost output axis (the vector), `u` an
+// axis only the other operand reads (the rows of the tile: each row reuses the v-operand's vector),
+// and `w` an axis only the v-operand reads besides v (a convolution's blocks of output channels in
+// the weights: more of them in the tile reuse each broadcast input value); -1 where there is none.
 struct ContractionAxes {
   int u = -1;
   int v = 0;
+  int w = -1;
 };
 ContractionAxes contraction_axes(const Operation& c);
 

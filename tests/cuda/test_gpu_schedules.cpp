@@ -106,13 +106,15 @@ TEST_CASE("16-bit buffers print as their bits, converted by the prelude's helper
   CHECK(src.find("typedef unsigned short tessel_bfloat16;") != std::string::npos);
   CHECK(src.find("const tessel_bfloat16* __restrict__ X") != std::string::npos);
   CHECK(src.find("tessel_bfloat16* __restrict__ Y") != std::string::npos);
-  CHECK(src.find("tessel_bfloat16_to_float(X[") != std::string::npos);
+  // The operands are staged in shared memory in their own type and widened where they are used.
+  CHECK(src.find("__shared__ __align__(16) tessel_bfloat16 X_shared[") != std::string::npos);
+  CHECK(src.find("tessel_bfloat16_to_float(X_shared[") != std::string::npos);
   CHECK(src.find("= tessel_float_to_bfloat16(") != std::string::npos);
 
   ComputeDAG fp16 = build_op("matmul", {{"M", "13"}, {"N", "61"}, {"K", "7"}, {"dtype", "float16"}});
   const std::string half_src =
       build_cuda_kernel(fp16, default_gpu_schedule(fp16, GpuTargetSpec{}), "sm_90", false).program.source;
-  CHECK(half_src.find("tessel_half_to_float(A[") != std::string::npos);
+  CHECK(half_src.find("tessel_half_to_float(A_shared[") != std::string::npos);
   CHECK(half_src.find("tessel_float_to_half(") != std::string::npos);
 
   // A float32 program has no 16-bit prelude (its source, and so its compiled form, is unchanged).

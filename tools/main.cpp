@@ -304,6 +304,8 @@ int main(int argc, char** argv) {
       return is_cuda(check.target) ? tessel::cmd_check_cuda(check) : tessel::cmd_check(check);
     if (app.got_subcommand("run")) {
       if (!run_model.model.empty()) {
+        if (!run.workload.dtype.empty())
+          throw tessel::InputError("--dtype goes with --op or --suite; a built model keeps the types it was built with");
         run_model.json = run.json;
         return tessel::cmd_run_model(run_model);
       }

@@ -656,3 +656,12 @@ TEST_CASE("the dtype option gives an op or a suite case 16-bit inputs and output
                      "--dtype", "fp16"},
                     {"softmax_8192x8192", "no dtype parameter"});
 }
+
+TEST_CASE("the dtype option is refused with a model, for tune and for run", "[cli][half]") {
+  TempDir dir;
+  const std::string db = dir.file("log.db");
+  require_bad_input({"tune", "model.onnx", "--dtype", "bf16", "--trials", "4", "--db", db},
+                    {"--dtype", "float32"});
+  CHECK_FALSE(std::filesystem::exists(db));
+  require_bad_input({"run", "model.tsl", "--dtype", "fp16"}, {"--dtype", "built model"});
+}

@@ -16,7 +16,8 @@ namespace db {
 
 // Inserts `batch` (validated) inside the caller's write transaction and returns each record's id, 0
 // for a trial that `take_trial(workload id, target id)` refuses (the budget's room, which it also
-// spends); retimes are always stored. Records with session 0 go to `handle_session`.
+// spends); retimes are always stored. A record that names no tuning run of its own (id 0) is stored
+// under `handle_session`, the run this log handle opened.
 std::vector<int64_t> insert_batch(Connection& conn, const std::vector<MeasureRecord>& batch, int64_t handle_session,
                                   const std::function<bool(int64_t, int64_t)>& take_trial);
 

@@ -121,14 +121,12 @@ const char* to_string(PlanBuffer::Kind kind) {
   return "?";
 }
 
-int64_t element_size(DType d) { return dtype_bytes(d); }
-
-int64_t buffer_bytes(const BufferParam& p) { return num_elements(p) * element_size(p.dtype); }
+int64_t buffer_bytes(const BufferParam& p) { return num_elements(p) * dtype_bytes(p.dtype); }
 
 int64_t PlanBuffer::bytes() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  return n * element_size(dtype);
+  return n * dtype_bytes(dtype);
 }
 
 void write_model_artifact(const std::string& path, ModelArtifact a,

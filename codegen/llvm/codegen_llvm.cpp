@@ -28,8 +28,6 @@ constexpr int64_t kMaxStackAllocationBytes = 64 * 1024;
 constexpr unsigned kBufferAlignment = 64;
 constexpr int64_t kCacheLineBytes = 64;
 
-int64_t element_bytes(DType t) { return dtype_bytes(t); }
-
 // log2(v) when `e` is the constant v = 2^k > 0 (scalar or broadcast), else -1.
 int power_of_two_log(const Expr& e) {
   const Expr& c = e->op == ExprOp::Broadcast ? e->args[0] : e;
@@ -103,7 +101,7 @@ namespace {
 constexpr int64_t kStreamingBytes = int64_t(64) << 20;
 
 int64_t param_bytes(const BufferParam& p) {
-  int64_t n = element_bytes(p.dtype);
+  int64_t n = dtype_bytes(p.dtype);
   for (int64_t e : p.shape) n *= e;
   return n;
 }
@@ -246,11 +244,11 @@ void CodeGenLLVM::emit_store(const Stmt& s) {
   int lanes = value_expr->type.lanes;
   llvm::Type* mem = memory_type(buffer.dtype);
   if (buffer.dtype == DType::Bool) value = b_.CreateZExt(value, lanes > 1 ? llvm::FixedVectorType::get(mem, lanes) : mem);
-  llvm::Align align(element_bytes(buffer.dtype));
+  llvm::Align align(dtype_bytes(buffer.dtype));
   if (lanes == 1) {
     b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index)), align);
   } else if (index->op == ExprOp::Ramp && is_int_value(index->args[1], 1)) {
-    int64_t bytes = lanes * static_cast<int64_t>(element_bytes(buffer.dtype));
+    int64_t bytes = lanes * static_cast<int64_t>(dtype_bytes(buffer.dtype));
     if (buffer.streaming && bytes == kBufferAlignment && is_multiple_of(index->args[0], lanes)) {
       llvm::StoreInst* store =
           b_.CreateAlignedStore(value, element_pointer(buffer, emit_expr(index->args[0])), llvm::Align(bytes));
@@ -273,7 +271,7 @@ void CodeGenLLVM::emit_allocate(const Stmt& s) {
   }
   elements = std::max<int64_t>(elements, 1);
   llvm::Type* mem = memory_type(s->dtype);
-  int64_t bytes = elements * element_bytes(s->dtype);
+  int64_t bytes = elements * dtype_bytes(s->dtype);
   llvm::Value* ptr = nullptr;
   llvm::Function* free_fn = nullptr;
   if (bytes <= kMaxStackAllocationBytes) {
@@ -325,7 +323,7 @@ void CodeGenLLVM::emit_prefetch(const Stmt& s) {
   const int64_t* elements = as_int(s->extent);
   if (!elements || *elements <= 0 || buffer.elements <= 0)
     throw CompileError("llvm codegen: prefetch of '" + s->buffer + "' needs a constant positive extent");
-  const int64_t per_line = kCacheLineBytes / element_bytes(buffer.dtype);
+  const int64_t per_line = kCacheLineBytes / dtype_bytes(buffer.dtype);
   const int64_t lines = is_multiple_of(index, per_line) ? (*elements + per_line - 1) / per_line
                                                     : (*elements + per_line - 2) / per_line + 1;
   llvm::Value* start = emit_expr(index);
@@ -549,7 +547,7 @@ llvm::Value* CodeGenLLVM::emit_load(const Expr& e) {
   const Expr& index = e->args[0];
   int lanes = e->type.lanes;
   llvm::Type* mem = memory_type(buffer.dtype);
-  llvm::Align align(element_bytes(buffer.dtype));
+  llvm::Align align(dtype_bytes(buffer.dtype));
   llvm::Value* v = nullptr;
   if (load_mask_) {
     auto* mask_type = llvm::dyn_cast<llvm::FixedVectorType>(load_mask_->getType());

@@ -110,6 +110,7 @@ void StoreCollector::walk(const Stmt& s) {
       return;
     case StmtOp::Barrier:
     case StmtOp::AllReduce:  // a combine across threads: no store to memory of its own
+    case StmtOp::Matrix:     // a warp's tensor-core operation: not described by the features yet
       return;
   }
 }

@@ -35,7 +35,51 @@ struct Knobs {
   int64_t row_unroll = 1;                    // rows: a thread's values of a row loaded per (unrolled) step
   int64_t row_vector = 1;                    // rows: vector lanes of the elementwise output along the row
   bool contraction_rows = false;             // contraction: each output a row reduced across threads
+  // Tensor cores (16-bit contractions): a block of warps_m x warps_n warps, each computing
+  // tiles_m x tiles_n tiles of 16 x 16, the reduction staged in shared memory k_tiles x 16 at a time.
+  bool tensor_core = true;
+  int64_t warps_m = 2, warps_n = 2, tiles_m = 2, tiles_n = 2, k_tiles = 2;
+  int64_t tc_fetch_vector = 8;               // consecutive 16-bit elements per thread in the shared fetch
+  int64_t tc_out_vector = 4;                 // consecutive outputs per thread in the epilogue
 };
+
+// A contraction the tensor cores can compute: out[.., i, j] = sum over k of a * b with a and b
+// 16-bit tensors of one type read (through a cast to float32) at [.., i, k] or [.., k, i] and
+// [.., k, j] or [.., j, k], every other index an output axis (a batch), and the sum not the DAG's
+// output (an epilogue converts it back to 16 bits). Returns the contraction and its operand reads
+// (a first: the one without j).
+struct TensorCoreContraction {
+  const Operation* op = nullptr;
+  Expr a, b;
+};
+
+TensorCoreContraction tensor_core_contraction(const ComputeDAG& dag) {
+  const Operation* c = find_contraction(dag);
+  if (!c || c->name == dag.ops().back().name || c->reduce_axes.size() != 1 || c->axes.size() < 2) return {};
+  auto read_of = [](const Expr& e) -> Expr {
+    if (e->op != ExprOp::Cast || e->type.dtype != DType::Float32 || e->args[0]->op != ExprOp::TensorRead)
+      return nullptr;
+    return e->args[0];
+  };
+  Expr a = read_of(c->body->args[0]), b = read_of(c->body->args[1]);
+  if (!a || !b || a->name == b->name || a->type.dtype != b->type.dtype || !a->type.is_half()) return {};
+  const std::string& i = c->axes[c->axes.size() - 2].name;
+  const std::string& j = c->axes.back().name;
+  const std::string& k = c->reduce_axes[0].name;
+  if (read_uses_axis(a, j)) std::swap(a, b);
+  auto is_var = [](const Expr& e, const std::string& v) { return e->op == ExprOp::Var && e->name == v; };
+  auto fits = [&](const Expr& r, const std::string& other) {
+    const size_t n = r->args.size();
+    if (n < 2 || n != c->axes.size()) return false;
+    const Expr &x = r->args[n - 2], &y = r->args[n - 1];
+    if (!((is_var(x, other) && is_var(y, k)) || (is_var(x, k) && is_var(y, other)))) return false;
+    for (size_t d = 0; d + 2 < n; ++d)
+      if (!is_var(r->args[d], c->axes[d].name)) return false;
+    return true;
+  };
+  if (!fits(a, i) || !fits(b, j)) return {};
+  return {c, a, b};
+}
 
 // Threads per block (elementwise) or per row (a cross-thread reduction): whole warps, 32 to 1024.
 const std::vector<int64_t>& warp_multiples() {
@@ -99,7 +143,9 @@ class GpuScheduler {
 
   Trace run() {
     const Operation& out = dag_.ops().back();
-    if (const Operation* c = find_contraction(dag_)) {
+    if (TensorCoreContraction tc = tensor_core_contraction(dag_); tc.op && k_.tensor_core) {
+      schedule_tensor_core(tc, out);
+    } else if (const Operation* c = find_contraction(dag_)) {
       if (k_.contraction_rows && few_outputs_long_reduction(*c, kRowsSketchRatio)) schedule_rows(out, c);
       else schedule_contraction(*c, out);
     } else if (has_reduction() && short_reductions_only()) {
@@ -379,6 +425,128 @@ class GpuScheduler {
     stage_operands(reads, compute, k0, tiles);
   }
 
+  // Tensor cores. With R the contraction and out its 16-bit epilogue:
+  //   out:  [batch (blockIdx.z), i.0 (blockIdx.y), j.0 (blockIdx.x), then the block's tile fused and
+  //          split over (serial, warps_m (threadIdx.z), warps_n (threadIdx.y), 32 lanes (threadIdx.x),
+  //          vector)]: the epilogue, reading R from shared memory;
+  //   R (shared, computed at j.0): each warp stores its tiles_m x tiles_n accumulator tiles;
+  //   R.accumulator (computed at the warp): [k.0, k.1, tiles_m, tiles_n, 16 x 16 x 16 product];
+  //   a and b staged in shared memory at k.0 (all threads, zero past the tensors' ends, rows padded
+  //   by 16 bytes against bank conflicts), loaded into fragments at k.1.
+  void schedule_tensor_core(const TensorCoreContraction& tc, const Operation& out) {
+    const std::string R = tc.op->name, acc = cache_stage_name(R, MemScope::Accumulator);
+    const int rank = static_cast<int>(out.axes.size());
+    const int64_t wm = k_.warps_m, wn = k_.warps_n, bm = wm * k_.tiles_m * 16, bn = wn * k_.tiles_n * 16;
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != out.name && op.name != R) apply(compute_inline_step(op.name));
+    apply(cache_write_step(R, MemScope::Accumulator));
+    const std::vector<std::pair<std::string, MemScope>> operands{{tc.a->name, MemScope::MatrixA},
+                                                                 {tc.b->name, MemScope::MatrixB}};
+    for (const auto& [t, scope] : operands) {
+      apply(cache_read_step(t, MemScope::Shared, {acc}));
+      apply(cache_read_step(cache_stage_name(t, MemScope::Shared), scope, {acc}));
+    }
+    apply(set_scope_step(R, MemScope::Shared));
+    apply(storage_align_step(R, rank - 2, bn, 4));  // rows of floats padded by 16 bytes
+
+    // The output: blocks, then the block's tile over all its threads.
+    std::vector<std::string> loops = leaves(out.name);
+    const std::string oi = loops[rank - 2], oj = loops[rank - 1];
+    apply(split_step(out.name, oi, {bm}));
+    apply(split_step(out.name, oj, {bn}));
+    std::vector<std::string> batch(loops.begin(), loops.begin() + rank - 2);
+    std::vector<std::string> order = batch;
+    for (const std::string& l : {oi + ".0", oj + ".0", oi + ".1", oj + ".1"}) order.push_back(l);
+    apply(reorder_step(out.name, order));
+    if (!batch.empty()) {
+      std::string z = batch[0];
+      if (batch.size() > 1 && apply(fuse_step(out.name, batch))) z = leaves(out.name)[0];
+      apply(annotate_step(out.name, z, Annotation::BlockZ));
+    }
+    apply(annotate_step(out.name, oi + ".0", Annotation::BlockY));
+    apply(annotate_step(out.name, oj + ".0", Annotation::BlockX));
+    cooperative(out.name, {oi + ".1", oj + ".1"}, bm * bn, k_.tc_out_vector);
+
+    // R: each warp's accumulator tiles stored to shared memory.
+    apply(compute_at_step(R, out.name, oj + ".0"));
+    const std::vector<std::string> rl = leaves(R);
+    const std::string ri = rl[rank - 2], rj = rl[rank - 1];
+    apply(split_step(R, ri, {k_.tiles_m, 16}));
+    apply(split_step(R, rj, {k_.tiles_n, 16}));
+    order.assign(rl.begin(), rl.begin() + rank - 2);
+    for (const std::string& l : {ri + ".0", rj + ".0", ri + ".1", rj + ".1", ri + ".2", rj + ".2"}) order.push_back(l);
+    apply(reorder_step(R, order));
+    apply(annotate_step(R, ri + ".0", Annotation::ThreadZ));
+    apply(annotate_step(R, rj + ".0", Annotation::ThreadY));
+    apply(annotate_step(R, ri + ".1", Annotation::Unroll));
+    apply(annotate_step(R, rj + ".1", Annotation::Unroll));
+    apply(tensorize_step(R, ri + ".2"));
+
+    // The product, per warp.
+    apply(compute_at_step(acc, R, rj + ".0"));
+    const std::vector<std::string> al = leaves(acc);
+    const std::string ai = al[rank - 2], aj = al[rank - 1], k = al[rank];
+    apply(split_step(acc, ai, {16}));
+    apply(split_step(acc, aj, {16}));
+    apply(split_step(acc, k, {k_.k_tiles, 16}));
+    order.assign(al.begin(), al.begin() + rank - 2);
+    for (const std::string& l : {k + ".0", k + ".1", ai + ".0", aj + ".0", ai + ".1", aj + ".1", k + ".2"})
+      order.push_back(l);
+    apply(reorder_step(acc, order));
+    apply(annotate_step(acc, ai + ".0", Annotation::Unroll));
+    apply(annotate_step(acc, aj + ".0", Annotation::Unroll));
+    apply(tensorize_step(acc, ai + ".1"));
+
+    // Operands: staged at k.0 by all threads, loaded into fragments at k.1.
+    const int64_t bk = k_.k_tiles * 16;
+    for (const auto& [t, scope] : operands) {
+      const std::string shared = cache_stage_name(t, MemScope::Shared), frag = cache_stage_name(shared, scope);
+      apply(compute_at_step(frag, acc, k + ".1"));
+      std::vector<std::string> fl = leaves(frag);
+      const std::string d0 = fl[rank - 2], d1 = fl[rank - 1];
+      apply(split_step(frag, d0, {16}));
+      apply(split_step(frag, d1, {16}));
+      order.assign(fl.begin(), fl.begin() + rank - 2);
+      for (const std::string& l : {d0 + ".0", d1 + ".0", d0 + ".1", d1 + ".1"}) order.push_back(l);
+      apply(reorder_step(frag, order));
+      apply(annotate_step(frag, d0 + ".0", Annotation::Unroll));
+      apply(annotate_step(frag, d1 + ".0", Annotation::Unroll));
+      apply(tensorize_step(frag, d0 + ".1"));
+      // The fragments' loads read the shared tile: it is computed around them, at k.0.
+      apply(compute_at_step(shared, acc, k + ".0"));
+      const int64_t rows_cols = (scope == MemScope::MatrixA ? bm : bn) * bk;
+      // Rows padded by 8 elements (16 bytes): a warp's fragment loads then spread over the banks.
+      apply(storage_align_step(shared, rank - 2, last_extent_hint(scope, bm, bn, bk, tc), 8));
+      cooperative(shared, leaves(shared), rows_cols, k_.tc_fetch_vector);
+    }
+  }
+
+  // The row length of an operand's shared tile (its last dimension): k when the operand is read
+  // [.., x, k], else the block's m or n.
+  static int64_t last_extent_hint(MemScope scope, int64_t bm, int64_t bn, int64_t bk, const TensorCoreContraction& tc) {
+    const Expr& r = scope == MemScope::MatrixA ? tc.a : tc.b;
+    const Expr& last = r->args.back();
+    bool k_last = last->op == ExprOp::Var && last->name == tc.op->reduce_axes[0].name;
+    return k_last ? bk : scope == MemScope::MatrixA ? bm : bn;
+  }
+
+  // The loops `loops` of `stage` (a tile of `elements`) fused and spread over the block's threads:
+  // [serial, warps_m (threadIdx.z), warps_n (threadIdx.y), 32 (threadIdx.x), vector].
+  void cooperative(const std::string& stage, const std::vector<std::string>& loops, int64_t elements,
+                   int64_t vector) {
+    std::string f = loops[0];
+    if (loops.size() > 1 && apply(fuse_step(stage, loops))) f = leaves(stage).back();
+    const int64_t threads = k_.warps_m * k_.warps_n * 32;
+    while (vector > 1 && elements % (threads * vector)) vector /= 2;
+    std::vector<int64_t> lengths{k_.warps_m, k_.warps_n, 32};
+    if (vector > 1) lengths.push_back(vector);
+    if (!apply(split_step(stage, f, lengths))) return;
+    apply(annotate_step(stage, f + ".1", Annotation::ThreadZ));
+    apply(annotate_step(stage, f + ".2", Annotation::ThreadY));
+    apply(annotate_step(stage, f + ".3", Annotation::ThreadX));
+    if (vector > 1) apply(annotate_step(stage, f + ".4", Annotation::Vectorize));
+  }
+
   // How the output was tiled: thread counts along v (x) and u (y, when there is one).
   struct OutputTiles {
     int64_t tx = 1, ty = 1;
@@ -515,6 +683,14 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.row_vector = pick({1, 2, 4});
   k.contraction_rows = pick({0, 1}) != 0;
   if (pick({0, 1}) != 0) k.row_threads = pick(warp_multiples());
+  k.tensor_core = pick({0, 1, 1}) != 0;
+  k.warps_m = pick({1, 2, 4});
+  k.warps_n = pick({1, 2, 4});
+  k.tiles_m = pick({1, 2, 4});
+  k.tiles_n = pick({1, 2, 4});
+  k.k_tiles = pick({1, 2, 4});
+  k.tc_fetch_vector = pick({1, 2, 4, 8});
+  k.tc_out_vector = pick({1, 2, 4});
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -525,9 +701,20 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
 // convolution), the row ones, or the contraction's tiles, staging and unrolling. With
 // `contraction_rows`, a contraction's outputs are rows (the row decisions, no staging of rows and
 // no output vector: a row has one output, as with any reduction per output element).
-Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows) {
+Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, bool tensor_core) {
   Knobs k;
   k.contraction_rows = contraction_rows;
+  k.tensor_core = tensor_core;
+  if (tensor_core) {
+    k.warps_m = d.choose("tc.warps_m", {1, 2, 4}, DecisionKind::ThreadBinding);
+    k.warps_n = d.choose("tc.warps_n", {1, 2, 4}, DecisionKind::ThreadBinding);
+    k.tiles_m = d.choose("tc.tiles_m", {1, 2, 4}, DecisionKind::Tile);
+    k.tiles_n = d.choose("tc.tiles_n", {1, 2, 4}, DecisionKind::Tile);
+    k.k_tiles = d.choose("tc.k_tiles", {1, 2, 4}, DecisionKind::Tile);
+    k.tc_fetch_vector = d.choose("tc.fetch_vector", {8, 4, 2, 1}, DecisionKind::Vector);
+    k.tc_out_vector = d.choose("tc.out_vector", {4, 2, 1}, DecisionKind::Vector);
+    return k;
+  }
   const Operation* contraction = contraction_rows ? nullptr : find_contraction(dag);
   // Rows of one output each: no row is read by several passes, and no row has outputs to vectorize.
   const bool per_output = contraction_rows || (!contraction && reduction_per_output(dag));
@@ -597,6 +784,17 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
   Knobs knobs;
   const Operation* c = find_contraction(dag);
   knobs.contraction_rows = c && few_outputs_long_reduction(*c, kRowsDefaultRatio);
+  if (TensorCoreContraction tc = tensor_core_contraction(dag); tc.op) {
+    // Outputs of at least 256 x 256: blocks of 64 x 128, 2 warps of 64 x 64 each (16 products per
+    // 8 fragment loads; a 2048^3 bfloat16 matmul on an H200 ran 123 us with 2 x 2 tiles per warp,
+    // 81 us with this, the best of 96 tuning trials). The block's float32 staging of its results
+    // stays within 48 KiB of shared memory. Smaller outputs keep 64 x 64 blocks, more of them.
+    const int64_t m = tc.op->axes[tc.op->axes.size() - 2].extent, n = tc.op->axes.back().extent;
+    if (m >= 256 && n >= 256) {
+      knobs.warps_m = 1;
+      knobs.tiles_m = knobs.tiles_n = 4;
+    }
+  }
   Trace t = GpuScheduler(dag, knobs).run();
   if (lowers(dag, t, target)) return t;
   // A shape the fixed tile sizes do not fit (shared memory, say): fall back to smaller tiles.
@@ -624,13 +822,16 @@ std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& /*t
                         : reduction && gpu_short_reductions_only(dag) ? "gpu/thread_per_output"
                         : reduction                                 ? "gpu/cross_thread_reduction"
                                                                     : "gpu/elementwise";
-  auto sketch = [&dag](const char* name, bool contraction_rows) {
-    return Sketch{name, [dag, contraction_rows](Decider& d, TraceBuilder& b) {
-                    Trace t = GpuScheduler(dag, decide_knobs(d, dag, contraction_rows)).run();
+  auto sketch = [&dag](const char* name, bool contraction_rows, bool tensor_core = false) {
+    return Sketch{name, [dag, contraction_rows, tensor_core](Decider& d, TraceBuilder& b) {
+                    Trace t = GpuScheduler(dag, decide_knobs(d, dag, contraction_rows, tensor_core)).run();
                     for (const Step& s : t.steps) b.apply(s);
                   }};
   };
-  std::vector<Sketch> sketches{sketch(pattern, false)};
+  std::vector<Sketch> sketches;
+  // A 16-bit contraction on the tensor cores first; the CUDA-core tiling stays a candidate.
+  if (tensor_core_contraction(dag).op) sketches.push_back(sketch("gpu/tensor_core", false, true));
+  sketches.push_back(sketch(pattern, false));
   if (contraction && few_outputs_long_reduction(*contraction, kRowsSketchRatio))
     sketches.push_back(sketch("gpu/contraction_rows", true));
   return sketches;

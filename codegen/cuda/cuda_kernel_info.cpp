@@ -82,6 +82,9 @@ KernelInfo analyze_kernel(const Stmt& kernel, const std::string& kernel_name, co
       case StmtOp::Store:
         info.stored.insert(s->buffer);
         break;
+      case StmtOp::Matrix:
+        if (s->matrix_op == MatrixOpKind::Store) info.stored.insert(s->operands[0].buffer);
+        break;
       case StmtOp::AllReduce:
         info.allreduce_threads.push_back(*as_int(s->extent));
         break;

@@ -28,6 +28,13 @@ inline const char* c_type(DType t) {
   return "bool";
 }
 
+// Registers per 16 x 16 tile in each lane (PTX wmma m16n16k16): eight f32 accumulators; a or b
+// operands in 32-bit registers, four for bfloat16, eight for float16 (whose fragments repeat values).
+inline int fragment_registers_per_tile(MemScope scope, DType dtype) {
+  if (scope == MemScope::Accumulator) return 8;
+  return dtype == DType::BFloat16 ? 4 : 8;
+}
+
 class CudaPrinter {
  public:
   explicit CudaPrinter(const LoweredFunc& func) : func_(func), limits_(default_cuda_device_info()) {}
@@ -52,6 +59,10 @@ class CudaPrinter {
   bool wide_access(const std::string& buffer, const Expr& index) const;
   void hoist_wide_loads(const Expr& e);
   void emit_store(const Stmt& s);
+  void emit_matrix(const Stmt& s);
+  int fragment_registers(const std::string& buffer) const;
+  std::string fragment_register(const MatrixOperand& o, int r);
+  std::string memory_address(const MatrixOperand& o, std::vector<std::string>& inputs, const char*& space);
 
   // --- expressions, one lane at a time (cuda_printer_expr.cpp) ---
   static std::string strip_parens(const std::string& s);
@@ -67,6 +78,7 @@ class CudaPrinter {
   std::set<const StmtNode*> scratch_seen_;
   NameTable names_;
   std::map<std::string, DType> buffers_;  // buffers in scope: parameters, scratch, allocations
+  std::map<std::string, MemScope> scopes_; // allocations in scope: their memory scope
   std::set<std::string> vars_;            // loop variables in scope
   std::map<const ExprNode*, std::string> hoisted_;
   KernelInfo info_;

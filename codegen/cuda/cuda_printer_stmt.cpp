@@ -38,6 +38,8 @@ void CudaPrinter::emit_stmt(const Stmt& s, bool in_seq) {
       return;
     case StmtOp::AllReduce:
       return emit_allreduce(s);
+    case StmtOp::Matrix:
+      return emit_matrix(s);
     case StmtOp::Provide:
       throw CompileError("cuda codegen: Provide to '" + s->buffer + "' reached codegen (storage not flattened)");
     case StmtOp::Prefetch:
@@ -165,20 +167,130 @@ void CudaPrinter::emit_allocate(const Stmt& s) {
   // Its own block: loop partitioning can leave two allocations of one buffer side by side.
   line("{");
   ++indent_;
-  if (s->scope == MemScope::Shared && info_.dynamic_shared) {
+  if (is_fragment(s->scope)) {
+    // A fragment: each tile's registers (f32 accumulators; 16-bit operands two to a 32-bit register).
+    elements *= fragment_registers_per_tile(s->scope, s->dtype);
+    line(std::string(s->scope == MemScope::Accumulator ? "float " : "unsigned ") + id + "[" +
+         std::to_string(elements) + "];");
+  } else if (s->scope == MemScope::Shared && info_.dynamic_shared) {
     line(type + "* __restrict__ " + id + " = reinterpret_cast<" + type + "*>(tessel_dynamic_shared + " +
          std::to_string(info_.shared_offset.at(s.get())) + ");");
   } else if (s->scope == MemScope::Shared) {
-    line("__shared__ __align__(16) " + type + " " + id + "[" + std::to_string(elements) + "];");
+    line("__shared__ __align__(32) " + type + " " + id + "[" + std::to_string(elements) + "];");
   } else {
     line("__align__(16) " + type + " " + id + "[" + std::to_string(elements) + "];");
   }
   if (!buffers_.emplace(s->buffer, s->dtype).second)
     throw CompileError("cuda codegen: buffer '" + s->buffer + "' is allocated twice");
+  scopes_[s->buffer] = s->scope;
   emit_stmt(s->body[0], false);
   buffers_.erase(s->buffer);
+  scopes_.erase(s->buffer);
   --indent_;
   line("}");
+}
+
+int CudaPrinter::fragment_registers(const std::string& buffer) const {
+  auto it = scopes_.find(buffer);
+  if (it == scopes_.end() || !is_fragment(it->second))
+    throw CompileError("cuda codegen: '" + buffer + "' is not a fragment in scope");
+  return fragment_registers_per_tile(it->second, buffer_dtype(buffer));
+}
+
+std::string CudaPrinter::fragment_register(const MatrixOperand& o, int r) {
+  const int n = fragment_registers(o.buffer);
+  std::string tile = strip_parens(expr(o.indices.at(0), 0));
+  return names_.id(o.buffer) + "[" + (tile == "0" ? "" : "(" + tile + ") * " + std::to_string(n) + " + ") +
+         std::to_string(r) + "]";
+}
+
+// The asm input naming a memory operand's tile and the state space of the wmma instruction.
+std::string CudaPrinter::memory_address(const MatrixOperand& o, std::vector<std::string>& inputs, const char*& space) {
+  auto it = scopes_.find(o.buffer);
+  const std::string element = "&" + names_.id(o.buffer) + "[" + strip_parens(expr(o.indices.at(0), 0)) + "]";
+  if (it != scopes_.end() && it->second == MemScope::Shared) {
+    space = ".shared";
+    inputs.push_back("\"r\"(tessel_shared_address(" + element + "))");
+  } else if (it == scopes_.end() || it->second == MemScope::Global) {
+    space = ".global";
+    inputs.push_back("\"l\"(" + element + ")");
+  } else {
+    throw CompileError("cuda codegen: a tile of '" + o.buffer + "' is in " + to_string(it->second) +
+                       " memory; tensor-core tiles load from and store to shared or global memory");
+  }
+  return "%" + std::to_string(inputs.size() - 1);
+}
+
+// One warp-collective wmma instruction (PTX ISA, "Warp Level Matrix Multiply-Accumulate"). Operand
+// numbering: outputs first, then inputs, as the asm statement lists them.
+void CudaPrinter::emit_matrix(const Stmt& s) {
+  const std::vector<MatrixOperand>& o = s->operands;
+  auto layout = [](bool row_major) { return row_major ? "row" : "col"; };
+  auto type_name = [&](DType t) -> std::string {
+    if (t == DType::BFloat16) return "bf16";
+    if (t == DType::Float16) return "f16";
+    throw CompileError("cuda codegen: tensor-core operands are float16 or bfloat16, not " + std::string(to_string(t)));
+  };
+  std::vector<std::string> outputs, inputs;
+  auto reg_list = [&](const MatrixOperand& f, std::vector<std::string>& into, const char* constraint, size_t base) {
+    std::string list = "{";
+    for (int r = 0; r < fragment_registers(f.buffer); ++r) {
+      list += (r ? ", %" : "%") + std::to_string(base + into.size());
+      into.push_back(std::string("\"") + constraint + "\"(" + fragment_register(f, r) + ")");
+    }
+    return list + "}";
+  };
+  std::string text;
+  switch (s->matrix_op) {
+    case MatrixOpKind::FillZero:
+      for (int r = 0; r < fragment_registers(o[0].buffer); ++r) line(fragment_register(o[0], r) + " = 0.0f;");
+      return;
+    case MatrixOpKind::LoadA:
+    case MatrixOpKind::LoadB: {
+      std::string regs = reg_list(o[0], outputs, "=r", 0);
+      const char* space = "";
+      // Inputs are numbered after the outputs.
+      std::vector<std::string> in;
+      std::string addr = memory_address(o[1], in, space);
+      addr = "%" + std::to_string(outputs.size());
+      in.push_back("\"r\"(" + std::to_string(o[1].stride) + "u)");
+      inputs = in;
+      text = std::string("wmma.load.") + (s->matrix_op == MatrixOpKind::LoadA ? "a" : "b") + ".sync.aligned." +
+             layout(o[1].row_major) + ".m16n16k16" + space + "." + type_name(buffer_dtype(o[0].buffer)) + " " + regs +
+             ", [" + addr + "], %" + std::to_string(outputs.size() + 1) + ";";
+      break;
+    }
+    case MatrixOpKind::MmaSync: {
+      const DType t = buffer_dtype(o[1].buffer);
+      if (buffer_dtype(o[2].buffer) != t) throw CompileError("cuda codegen: tensor-core operands of different types");
+      std::string acc = reg_list(o[0], outputs, "+f", 0);
+      std::string a = reg_list(o[1], inputs, "r", outputs.size());
+      std::string b = reg_list(o[2], inputs, "r", outputs.size());
+      std::string types = t == DType::BFloat16 ? ".f32.bf16.bf16.f32" : ".f32.f32";
+      text = std::string("wmma.mma.sync.aligned.") + layout(o[1].row_major) + "." + layout(o[2].row_major) +
+             ".m16n16k16" + types + " " + acc + ", " + a + ", " + b + ", " + acc + ";";
+      break;
+    }
+    case MatrixOpKind::Store: {
+      if (buffer_dtype(o[0].buffer) != DType::Float32)
+        throw CompileError("cuda codegen: an accumulator is stored to a float32 buffer, not '" + o[0].buffer + "'");
+      const char* space = "";
+      std::string addr = memory_address(o[0], inputs, space);
+      std::string regs = reg_list(o[1], inputs, "f", 0);
+      inputs.push_back("\"r\"(" + std::to_string(o[0].stride) + "u)");
+      text = std::string("wmma.store.d.sync.aligned.") + layout(o[0].row_major) + ".m16n16k16" + space + ".f32 [" +
+             addr + "], " + regs + ", %" + std::to_string(inputs.size() - 1) + ";";
+      break;
+    }
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+    return out;
+  };
+  line("asm volatile(\"" + text + "\"");
+  line("    : " + join(outputs));
+  line("    : " + join(inputs) + ");");
 }
 
 DType CudaPrinter::buffer_dtype(const std::string& name) const {
@@ -220,6 +332,21 @@ void CudaPrinter::emit_store(const Stmt& s) {
   int lanes = value->type.lanes;
   if (index->type.lanes != lanes) throw CompileError("cuda codegen: store index and value lanes differ");
   const std::string& buf = names_.id(s->buffer);
+  // A copy of 2, 4 or 8 consecutive 16-bit values between aligned places (operands staged for the
+  // tensor cores): one 4-, 8- or 16-byte access each side.
+  if (Type{dtype, 1}.is_half() && (lanes == 2 || lanes == 4 || lanes == 8) && value->op == ExprOp::Load &&
+      buffer_dtype(value->name) == dtype) {
+    auto aligned_ramp = [&](const Expr& i) {
+      return i->op == ExprOp::Ramp && is_int_value(i->args[1], 1) && is_multiple_of(i->args[0], lanes);
+    };
+    if (aligned_ramp(index) && aligned_ramp(value->args[0])) {
+      const char* word = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";
+      line("*reinterpret_cast<" + std::string(word) + "*>(&" + buf + "[" + strip_parens(expr(index->args[0], 0)) +
+           "]) = *reinterpret_cast<const " + word + "*>(&" + names_.id(value->name) + "[" +
+           strip_parens(expr(value->args[0]->args[0], 0)) + "]);");
+      return;
+    }
+  }
   bool has_vector = lanes > 1;
   visit_exprs(s, [&](const Expr& e) { has_vector = has_vector || e->type.lanes > 1; });
   if (!has_vector) {

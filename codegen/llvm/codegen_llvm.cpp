@@ -183,6 +183,8 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
     case StmtOp::AllReduce:
       throw CompileError("llvm codegen: a reduction across GPU threads cannot run on the CPU target");
     case StmtOp::Prefetch: return emit_prefetch(s);
+    case StmtOp::Matrix:
+      throw CompileError("llvm codegen: a tensor-core operation cannot run on the CPU target");
   }
   throw CompileError("llvm codegen: unknown statement");
 }

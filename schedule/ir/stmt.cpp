@@ -29,6 +29,20 @@ const char* to_string(MemScope scope) {
     case MemScope::Global: return "global";
     case MemScope::Shared: return "shared";
     case MemScope::Local: return "local";
+    case MemScope::MatrixA: return "matrix_a";
+    case MemScope::MatrixB: return "matrix_b";
+    case MemScope::Accumulator: return "accumulator";
+  }
+  return "?";
+}
+
+const char* to_string(MatrixOpKind kind) {
+  switch (kind) {
+    case MatrixOpKind::FillZero: return "fill_zero";
+    case MatrixOpKind::LoadA: return "load_a";
+    case MatrixOpKind::LoadB: return "load_b";
+    case MatrixOpKind::MmaSync: return "mma_sync";
+    case MatrixOpKind::Store: return "store_matrix";
   }
   return "?";
 }
@@ -132,6 +146,26 @@ Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp
   return finish(std::move(n));
 }
 
+Stmt make_matrix(MatrixOpKind kind, std::vector<MatrixOperand> operands, const std::string& row_var,
+                 const std::string& col_var) {
+  static constexpr size_t kCounts[] = {1, 2, 2, 3, 2};
+  TESSEL_CHECK(operands.size() == kCounts[static_cast<int>(kind)],
+               std::string("wrong operand count for matrix operation ") + to_string(kind));
+  StmtNode n{StmtOp::Matrix};
+  n.matrix_op = kind;
+  n.operands = std::move(operands);
+  n.var = row_var;
+  n.col_var = col_var;
+  return finish(std::move(n));
+}
+
+std::vector<std::string> matrix_reads(const StmtNode& s) {
+  std::vector<std::string> out;
+  for (size_t i = s.matrix_op == MatrixOpKind::MmaSync ? 0 : 1; i < s.operands.size(); ++i)
+    out.push_back(s.operands[i].buffer);
+  return out;
+}
+
 Stmt with_body(const Stmt& s, std::vector<Stmt> body) {
   if (s->op == StmtOp::Seq) return make_seq(std::move(body));
   StmtNode n = *s;
@@ -153,6 +187,8 @@ Stmt rewrite(const Stmt& s, const ExprRewriter& expr_fn, const StmtRewriter& stm
   fix(n.value);
   fix(n.cond);
   for (Expr& i : n.indices) fix(i);
+  for (MatrixOperand& o : n.operands)
+    for (Expr& i : o.indices) fix(i);
   for (Stmt& b : n.body) {
     Stmt r = rewrite(b, expr_fn, stmt_fn);
     changed |= r != b;
@@ -177,6 +213,8 @@ void visit_exprs(const Stmt& s, const std::function<void(const Expr&)>& f) {
     for (const Expr* e : {&n->min, &n->extent, &n->value, &n->cond})
       if (*e) f(*e);
     for (const Expr& i : n->indices) f(i);
+    for (const MatrixOperand& o : n->operands)
+      for (const Expr& i : o.indices) f(i);
   });
 }
 
@@ -229,6 +267,19 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       for (size_t i = 0; i < s->indices.size(); ++i) out << (i ? ", " : "") << to_string(s->indices[i]);
       const char* kind = s->combiner == ExprOp::Add ? "sum" : s->combiner == ExprOp::Max ? "max" : "min";
       out << "] = allreduce_" << kind << "(over " << s->thread_tag << ", " << to_string(s->extent) << ")\n";
+      return;
+    }
+    case StmtOp::Matrix: {
+      out << pad << to_string(s->matrix_op) << "(";
+      for (size_t k = 0; k < s->operands.size(); ++k) {
+        const MatrixOperand& o = s->operands[k];
+        out << (k ? ", " : "") << o.buffer << "[";
+        for (size_t i = 0; i < o.indices.size(); ++i) out << (i ? ", " : "") << to_string(o.indices[i]);
+        out << "]";
+        if (o.stride) out << (o.row_major ? " row " : " col ") << o.stride;
+      }
+      if (!s->var.empty()) out << "; tile " << s->var << ", " << s->col_var;
+      out << ")\n";
       return;
     }
     case StmtOp::Prefetch:

@@ -17,6 +17,20 @@
 //    of `thread_tag` (threadIdx.x: the whole block dimension) with `combiner` (Add, Max or Min);
 //    afterwards every one of those threads holds the result. Every thread of the block must reach
 //    it (like a barrier): it never sits under a condition on the thread index.
+//  - Matrix is one warp-collective tensor-core operation on 16x16 tiles (16x16x16 for MmaSync),
+//    executed by all 32 lanes of a warp together (never under a threadIdx.x loop). Fragments (the
+//    MatrixA, MatrixB and Accumulator scopes) are a warp's registers, opaque to everything but these
+//    operations; a fragment buffer's last two dimensions are tiled by 16 and a fragment operand
+//    names its tile's first element. Operands, `operands[0]` the destination:
+//      FillZero   acc tile := 0                                   [acc]
+//      LoadA      a tile (16 rows m x 16 columns k) from memory   [a fragment, memory]
+//      LoadB      b tile (16 rows k x 16 columns n) from memory   [b fragment, memory]
+//      MmaSync    acc += a * b                                    [acc, a fragment, b fragment]
+//      Store      acc tile (m x n) to memory                      [memory, acc]
+//    A memory operand's indices are written in the tile's row and column variables (`row_var`,
+//    `col_var`, 0 to 15); storage flattening turns them into the flat index of element (0, 0)
+//    and a row-major or column-major stride (`row_major`, `stride`). A fragment operand's
+//    flattened index is its tile's number within the fragment buffer.
 //  - `pragma_unroll_max_step` on a For asks the unroll pass to unroll every loop inside it whose
 //    total unrolled body stays within that many statements (Ansor's auto_unroll_max_step).
 #pragma once
@@ -32,11 +46,28 @@
 namespace tessel {
 
 enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBound };
-enum class MemScope : uint8_t { Global, Shared, Local };
-enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch, AllReduce };
+// MatrixA, MatrixB, Accumulator: a warp's tensor-core fragments (see Matrix above).
+enum class MemScope : uint8_t { Global, Shared, Local, MatrixA, MatrixB, Accumulator };
+enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch, AllReduce, Matrix };
+enum class MatrixOpKind : uint8_t { FillZero, LoadA, LoadB, MmaSync, Store };
+
+inline bool is_fragment(MemScope s) {
+  return s == MemScope::MatrixA || s == MemScope::MatrixB || s == MemScope::Accumulator;
+}
+
+// Elements on each side of a tensor-core tile (m16n16k16).
+constexpr int64_t kMatrixTile = 16;
+
+struct MatrixOperand {
+  std::string buffer;
+  std::vector<Expr> indices;  // see Matrix above
+  bool row_major = true;      // flattened memory operand: element (r, c) at index + r * stride + c, else
+  int64_t stride = 0;         // index + r + c * stride; flattened fragment of an MmaSync: how it was loaded
+};
 
 const char* to_string(ForKind kind);
 const char* to_string(MemScope scope);
+const char* to_string(MatrixOpKind kind);
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
@@ -61,6 +92,10 @@ struct StmtNode {
   Expr cond;
   // AllReduce (also uses buffer, indices, thread_tag, extent)
   ExprOp combiner = ExprOp::Add;
+  // Matrix (also uses var: the row variable, thread_tag: unused)
+  MatrixOpKind matrix_op = MatrixOpKind::FillZero;
+  std::vector<MatrixOperand> operands;
+  std::string col_var;  // with `var`: a memory operand's tile row and column variables
   // For / Allocate: body[0]; IfThenElse: then, optional else; Seq: children
   std::vector<Stmt> body;
 };
@@ -77,6 +112,12 @@ Stmt make_barrier();
 Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements);
 Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp combiner,
                     const std::string& thread_tag, int64_t threads);
+
+Stmt make_matrix(MatrixOpKind kind, std::vector<MatrixOperand> operands, const std::string& row_var = "",
+                 const std::string& col_var = "");
+// The buffers a Matrix statement reads (every operand but the destination; MmaSync also reads its
+// accumulator).
+std::vector<std::string> matrix_reads(const StmtNode& s);
 
 // A copy of s with new children (same fields otherwise).
 Stmt with_body(const Stmt& s, std::vector<Stmt> body);

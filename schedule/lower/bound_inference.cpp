@@ -32,7 +32,8 @@ bool is_thread_loop(Annotation a) { return a >= Annotation::VThread; }
 
 // The range of every root axis of consumer `c` while its loops up to `attach_pos` are fixed. A
 // buffer in shared memory serves every thread of a block, so for it the consumer's thread-bound
-// loops count as free even outside the attach point (`relax_threads`).
+// loops count as free even outside the attach point (`relax_threads`). A padded consumer (a
+// tensor-core tile) reads whole tiles past the end of a split loop.
 std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool relax_threads) {
   const Stage& s = c.stage;
   std::vector<Range> r(s.vars.size());
@@ -53,7 +54,7 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
       }
       int64_t extent = span + 1;
       Expr simple = simplify_expr(base);
-      if (is_int_value(simple, 0)) extent = std::min(extent, s.vars[rel.parents[0]].extent);
+      if (is_int_value(simple, 0) && !c.padded) extent = std::min(extent, s.vars[rel.parents[0]].extent);
       r[rel.parents[0]] = Range{simple, extent};
     } else {
       const Range& fused = r[rel.children[0]];
@@ -147,6 +148,25 @@ bool within(const StageInfoMap& infos, const std::string& stage, const std::stri
   return false;
 }
 
+// See StageInfo::padded: a fragment, a copy out of an accumulator, or a tensor a fragment loads.
+void mark_padded(const State& state, StageInfoMap& infos) {
+  for (auto& [name, info] : infos) {
+    const Operation& op = state.op(name);
+    bool copy_of_accumulator = false;
+    if (op.reduce == ReduceKind::None && op.body->op == ExprOp::TensorRead) {
+      int i = state.stage_index(op.body->name);
+      copy_of_accumulator = i >= 0 && state.stages()[i].scope == MemScope::Accumulator;
+    }
+    bool loaded = false;
+    for (const std::string& reader : state.consumers(name)) {
+      MemScope scope = state.stage(reader).scope;
+      loaded |= scope == MemScope::MatrixA || scope == MemScope::MatrixB;
+    }
+    info.padded = is_fragment(info.stage.scope) || copy_of_accumulator || loaded;
+    info.zero_fill = loaded;
+  }
+}
+
 void collect_reads(const Expr& e, const std::string& tensor, std::vector<Expr>& out) {
   if (e->op == ExprOp::TensorRead && e->name == tensor) out.push_back(e);
   for (const Expr& a : e->args) collect_reads(a, tensor, out);
@@ -168,6 +188,7 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
     infos.emplace(op.name, std::move(info));
   }
   assign_leaf_names(infos);
+  mark_padded(state, infos);
 
   // Consumers come after their producers in op order, so walking backwards sees a consumer's
   // region before its producers need it.
@@ -251,9 +272,9 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
         }
       if (failed) region.reset();
       Range full{make_int(0), op.shape[d]};
-      Range chosen = region && region->extent < op.shape[d] ? *region : full;
+      Range chosen = region && (p.padded || region->extent < op.shape[d]) ? *region : full;
       chosen.base = simplify_expr(chosen.base);
-      if (const int64_t* b = as_int(chosen.base)) {
+      if (const int64_t* b = as_int(chosen.base); b && !p.padded) {
         int64_t lo = std::max<int64_t>(*b, 0), hi = std::min(*b + chosen.extent, op.shape[d]);
         chosen = Range{make_int(lo), std::max<int64_t>(hi - lo, 1)};
       }

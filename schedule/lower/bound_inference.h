@@ -12,6 +12,8 @@ namespace tessel {
 // start is an expression of the fixed loops and whose length is a constant; that interval, clamped to
 // P's shape, is P's region. Non-affine reads fall back to the whole dimension. Reduction axes are
 // always computed whole. Throws ScheduleError when a computed-at stage is read by another stage.
+// Regions of tensor-core stages (fragments, the memory their fragments load from, copies of an
+// accumulator) are not clamped: a tile past the tensor's end is still a whole tile.
 StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>& bodies);
 
 }  // namespace tessel

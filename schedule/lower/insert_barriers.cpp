@@ -10,6 +10,7 @@ std::set<std::string> buffers_written(const Stmt& s) {
   std::set<std::string> out;
   visit(s, [&](const Stmt& n) {
     if (n->op == StmtOp::Store || n->op == StmtOp::Provide) out.insert(n->buffer);
+    if (n->op == StmtOp::Matrix && n->matrix_op == MatrixOpKind::Store) out.insert(n->operands[0].buffer);
   });
   return out;
 }
@@ -24,6 +25,10 @@ bool reads_any(const Stmt& s, const std::set<std::string>& buffers) {
   bool found = false;
   visit_exprs(s, [&](const Expr& e) {
     for (const std::string& t : tensors_read(e)) found = found || buffers.count(t) > 0;
+  });
+  visit(s, [&](const Stmt& n) {
+    if (n->op == StmtOp::Matrix)
+      for (const std::string& t : matrix_reads(*n)) found = found || buffers.count(t) > 0;
   });
   return found;
 }

@@ -1,6 +1,7 @@
 #include "schedule/lower/schedule_ops.h"
 
 #include <functional>
+#include <optional>
 
 #include "schedule/lower/arith.h"
 #include "schedule/lower/inject_predicates.h"
@@ -110,14 +111,12 @@ class NestBuilder {
     return make_for(info.leaf_names[position], make_int(0), make_int(v.extent), kind, body, tag, pragma);
   }
 
-  Stmt build_stage(const std::string& name) {
-    const StageInfo& info = infos_.at(name);
-    const Operation& op = state_.op(name);
+  // The stage's body in its loop variables (reads of computed-at tensors rebased to their regions)
+  // and the index it writes (relative to its own region).
+  void stage_body(const StageInfo& info, const Operation& op, const std::vector<Expr>& values, Expr& body,
+                  std::vector<Expr>& index) const {
     const Stage& s = info.stage;
-    std::vector<Expr> values = var_values(s, info.leaf_names);
-
-    Expr body = info.body;
-    std::vector<Expr> index;
+    body = info.body;
     for (int r = 0; r < s.num_roots; ++r) {
       Expr local = simplify_expr(values[r]);
       Expr absolute = simplify_expr(info.root_base[r] + local);
@@ -126,10 +125,29 @@ class NestBuilder {
       if (r < s.num_spatial_roots) index.push_back(local);
     }
     body = rebase_reads(body);
+  }
+
+  Stmt build_stage(const std::string& name) {
+    const StageInfo& info = infos_.at(name);
+    const Operation& op = state_.op(name);
+    const Stage& s = info.stage;
+    if (!s.tensorize_loop.empty()) return build_matrix_stage(info, op);
+    std::vector<Expr> values = var_values(s, info.leaf_names);
+
+    Expr body;
+    std::vector<Expr> index;
+    stage_body(info, op, values, body, index);
 
     Stmt update, init;
     int first_reduce = static_cast<int>(s.leaves.size());
-    std::vector<Expr> all_preds = stage_predicates(info, op.shape, values, false);
+    std::vector<Expr> clamps;
+    std::vector<Expr> all_preds = stage_predicates(info, op.shape, values, false, info.zero_fill ? &clamps : nullptr);
+    if (!clamps.empty()) {
+      // An operand staged for tensor-core tiles: zero where a tile leaves the tensor.
+      Expr inside = clamps[0];
+      for (size_t i = 1; i < clamps.size(); ++i) inside = logical_and(inside, clamps[i]);
+      body = make_select(inside, body, make_cast(body->type, make_float(0)));
+    }
     // The accumulator starts at -inf / +inf and only ever takes non-NaN values, so fmax(acc, x)
     // is exactly select(x > acc, x, acc): one vector max instead of a NaN-aware sequence.
     auto combine = [&](const Expr& acc) {
@@ -165,6 +183,176 @@ class NestBuilder {
     }
     for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
     return nest;
+  }
+
+  // A tensorized stage: its loops outside `tensorize_loop`, then one Matrix statement for the tile
+  // (for a product: the fill of the accumulator where its initialization goes, the product where the
+  // update goes). A tile is computed whole: its operands are zero past their tensors' ends.
+  Stmt build_matrix_stage(const StageInfo& info, const Operation& op) {
+    const Stage& s = info.stage;
+    const std::string step = "tensorize(" + s.name + ", " + s.tensorize_loop + ")";
+    auto fail = [&](const std::string& why) -> Stmt { throw ScheduleError(-1, step, why); };
+    const int tpos = s.leaf_position(s.tensorize_loop);
+    const bool product = op.reduce != ReduceKind::None;
+    const size_t tile_loops = product ? 3 : 2;
+    if (tpos < 0 || s.leaves.size() - tpos != tile_loops)
+      fail("the tile must be the innermost " + std::to_string(tile_loops) + " loops of " + s.name);
+    std::vector<std::string> tile_vars;
+    for (size_t i = tpos; i < s.leaves.size(); ++i) {
+      const IterVar& v = s.leaf(static_cast<int>(i));
+      if (v.extent != kMatrixTile)
+        fail("loop '" + v.name + "' of " + s.name + " has extent " + std::to_string(v.extent) +
+             " once its region is known; a tensor-core tile needs " + std::to_string(kMatrixTile));
+      tile_vars.push_back(info.leaf_names[i]);
+    }
+    std::vector<Expr> values = var_values(s, info.leaf_names);
+    Expr body;
+    std::vector<Expr> index;
+    stage_body(info, op, values, body, index);
+
+    auto at_origin = [&](std::vector<Expr> idx) {
+      for (Expr& e : idx) {
+        for (const std::string& v : tile_vars) e = substitute(e, v, make_int(0));
+        e = simplify_expr(e);
+      }
+      return idx;
+    };
+    // How an index moves with tile variable `var` (the others at 0): a constant, else nullopt.
+    auto slope = [&](const Expr& e, const std::string& var) -> std::optional<int64_t> {
+      Expr at0 = e, at1 = e;
+      for (const std::string& v : tile_vars) {
+        at0 = substitute(at0, v, make_int(0));
+        at1 = substitute(at1, v, make_int(v == var ? 1 : 0));
+      }
+      Expr d = simplify_expr(at1 - at0);
+      const int64_t* c = as_int(d);
+      return c ? std::optional<int64_t>(*c) : std::nullopt;
+    };
+    // A fragment is indexed by tile: its last two dimensions run along `rows` and `cols` (tile
+    // variables) with unit steps, every other dimension is fixed within the tile.
+    auto check_fragment = [&](const std::string& buffer, const std::vector<Expr>& idx, const std::string& rows,
+                              const std::string& cols) {
+      const size_t rank = idx.size();
+      if (rank < 2) fail("fragment " + buffer + " needs two dimensions");
+      for (size_t d = 0; d < rank; ++d)
+        for (const std::string& v : tile_vars) {
+          int64_t want = d == rank - 2 && v == rows ? 1 : d == rank - 1 && v == cols ? 1 : 0;
+          if (slope(idx[d], v) != want)
+            fail("fragment " + buffer + " must be read and written along its last two dimensions, one tile " +
+                 "loop each (rows, then columns); dimension " + std::to_string(d) + " is indexed by " +
+                 to_string(idx[d]));
+        }
+    };
+    auto scope_of = [&](const std::string& tensor) {
+      int i = state_.stage_index(tensor);
+      return i < 0 ? MemScope::Global : state_.stages()[i].scope;
+    };
+
+    if (!product) {
+      if (body->op != ExprOp::TensorRead) fail(s.name + " is not a copy");
+      const std::string& rows = tile_vars[0];
+      const std::string& cols = tile_vars[1];
+      if (s.scope == MemScope::MatrixA || s.scope == MemScope::MatrixB) {
+        check_fragment(s.name, index, rows, cols);
+        // Which of the fragment's two tile dimensions is the reduction (k) one: the reader says.
+        const bool is_a = s.scope == MemScope::MatrixA;
+        std::optional<bool> k_last = reduction_dim_is_last(s.name);
+        if (!k_last) fail("fragment " + s.name + " must be read by exactly one tensorized product");
+        // LoadA's tile is (m, k), LoadB's (k, n): the row variable first.
+        std::string k_var = *k_last ? cols : rows, other = *k_last ? rows : cols;
+        std::string row_var = is_a ? other : k_var, col_var = is_a ? k_var : other;
+        MemScope src = scope_of(body->name);
+        if (src != MemScope::Shared && src != MemScope::Global)
+          fail("a fragment is loaded from shared or global memory, not from " + std::string(to_string(src)));
+        const StageInfo* src_info = infos_.count(body->name) ? &infos_.at(body->name) : nullptr;
+        if (!(src_info && src_info->zero_fill) && !stage_predicates(info, op.shape, values, false).empty())
+          fail("the tiles of " + s.name + " reach past the end of " + body->name +
+               "; stage it in shared memory (cache_read), which pads the tiles with zeros");
+        MatrixOperand frag{s.name, at_origin(index)}, mem{body->name, body->args};
+        return wrap_outer(info, body, tpos,
+                          make_matrix(is_a ? MatrixOpKind::LoadA : MatrixOpKind::LoadB, {frag, mem}, row_var, col_var));
+      }
+      if (scope_of(body->name) != MemScope::Accumulator) fail(s.name + " does not copy an accumulator");
+      if (s.scope != MemScope::Shared && s.scope != MemScope::Global)
+        fail("an accumulator is stored to shared or global memory");
+      check_fragment(body->name, body->args, rows, cols);
+      if (!stage_predicates(info, op.shape, values, false).empty() && !info.padded)
+        fail("the tiles of " + s.name + " reach past the end of the tensor; store them to shared memory first");
+      MatrixOperand mem{s.name, index}, frag{body->name, at_origin(body->args)};
+      return wrap_outer(info, body, tpos, make_matrix(MatrixOpKind::Store, {mem, frag}, rows, cols));
+    }
+
+    // acc[.., i, j] += float(a[.., i, k]) * float(b[.., k, j]) (either operand order, casts optional).
+    if (s.scope != MemScope::Accumulator) fail(s.name + " must be in the accumulator scope");
+    const std::string &rows = tile_vars[0], &cols = tile_vars[1], &red = tile_vars[2];
+    auto operand = [&](const Expr& e) -> const ExprNode* {
+      const Expr& r = e->op == ExprOp::Cast && e->type.dtype == DType::Float32 ? e->args[0] : e;
+      return r->op == ExprOp::TensorRead ? r.get() : nullptr;
+    };
+    const ExprNode *x = body->op == ExprOp::Mul ? operand(body->args[0]) : nullptr;
+    const ExprNode *y = body->op == ExprOp::Mul ? operand(body->args[1]) : nullptr;
+    if (!x || !y) fail(s.name + " is not a sum of products of two tensors");
+    if (scope_of(x->name) == MemScope::MatrixB) std::swap(x, y);
+    if (scope_of(x->name) != MemScope::MatrixA || scope_of(y->name) != MemScope::MatrixB)
+      fail("the product of " + s.name + " must read one matrix_a and one matrix_b fragment");
+    if (state_.op(x->name).dtype != state_.op(y->name).dtype || !Type{state_.op(x->name).dtype, 1}.is_half())
+      fail("tensor-core operands are float16 or bfloat16, both of one type");
+    check_fragment(s.name, index, rows, cols);
+    std::vector<Expr> a_idx = x->args, b_idx = y->args;
+    // a is (m, k) or (k, m) in its last two dimensions, b (k, n) or (n, k).
+    bool a_k_last = slope(a_idx.back(), red) == 1, b_k_last = slope(b_idx.back(), red) == 1;
+    check_fragment(x->name, a_idx, a_k_last ? rows : red, a_k_last ? red : rows);
+    check_fragment(y->name, b_idx, b_k_last ? cols : red, b_k_last ? red : cols);
+    MatrixOperand acc{s.name, at_origin(index)}, a{x->name, at_origin(a_idx)}, b{y->name, at_origin(b_idx)};
+    Stmt mma = make_matrix(MatrixOpKind::MmaSync, {acc, a, b});
+    Stmt fill = make_matrix(MatrixOpKind::FillZero, {acc});
+    int first_reduce = tpos + 2;
+    for (int p = 0; p < tpos; ++p)
+      if (s.leaf(p).kind == IterKind::Reduce) {
+        first_reduce = p;
+        break;
+      }
+    if (first_reduce > tpos) return wrap_outer(info, body, tpos, make_seq({fill, mma}));
+    Stmt nest = mma;
+    for (int p = tpos - 1; p >= first_reduce; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
+    Stmt init_nest = fill;
+    for (int p = tpos - 1; p >= first_reduce; --p)
+      if (s.leaf(p).kind == IterKind::Spatial) init_nest = make_loop(info, p, init_nest);
+    nest = make_seq({init_nest, nest});
+    for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
+    return nest;
+  }
+
+  // `inner` inside the stage's loops [0, position).
+  Stmt wrap_outer(const StageInfo& info, const Expr& body, int position, Stmt inner) {
+    for (int p = position - 1; p >= 0; --p) inner = make_loop(info, p, loop_body(info, body, p, inner));
+    return inner;
+  }
+
+  // Whether the reduction dimension of fragment `tensor` is its last (true) or second to last
+  // (false), as the one stage that reads it indexes it; nullopt when that is not one product.
+  std::optional<bool> reduction_dim_is_last(const std::string& tensor) const {
+    std::optional<bool> found;
+    int readers = 0;
+    for (const auto& [name, info] : infos_) {
+      std::vector<Expr> reads;
+      collect(info.body, tensor, reads);
+      if (reads.empty()) continue;
+      ++readers;
+      const Operation& op = state_.op(name);
+      if (op.reduce_axes.size() != 1 || reads.size() != 1 || reads[0]->args.size() < 2) return std::nullopt;
+      const std::string& k = op.reduce_axes[0].name;
+      const std::vector<Expr>& args = reads[0]->args;
+      bool last = uses_var(args.back(), k), second = uses_var(args[args.size() - 2], k);
+      if (last == second) return std::nullopt;
+      found = last;
+    }
+    return readers == 1 ? found : std::nullopt;
+  }
+
+  static void collect(const Expr& e, const std::string& tensor, std::vector<Expr>& out) {
+    if (e->op == ExprOp::TensorRead && e->name == tensor) out.push_back(e);
+    for (const Expr& a : e->args) collect(a, tensor, out);
   }
 
   // A reduction with a loop bound to threadIdx.x: each thread folds its share (the other reduction

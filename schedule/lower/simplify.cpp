@@ -64,6 +64,12 @@ Stmt run(const Stmt& s, VarRanges& ranges) {
       return make_allreduce(s->buffer, idx, s->combiner, s->thread_tag, *as_int(s->extent));
     }
     case StmtOp::Prefetch: return make_prefetch(s->buffer, simp(s->indices[0]), *as_int(s->extent));
+    case StmtOp::Matrix: {
+      std::vector<MatrixOperand> ops = s->operands;
+      for (MatrixOperand& o : ops)
+        for (Expr& i : o.indices) i = simp(i);
+      return make_matrix(s->matrix_op, ops, s->var, s->col_var);
+    }
   }
   return s;
 }

@@ -15,6 +15,10 @@ struct StageInfo {
   std::vector<Expr> root_base;         // per root var: first index computed (0 unless computed at)
   std::vector<int64_t> root_extent;    // per root var: how many indices are computed
   std::vector<std::string> leaf_names; // the loop variable names in generated code
+  // Tensor-core tiles cover whole 16 x 16 tiles past the tensor's end: the stage's region is not
+  // clamped to its tensor, and (`zero_fill`) a staged operand stores zero outside the tensor.
+  bool padded = false;
+  bool zero_fill = false;
 };
 
 // Keyed by stage name; holds every compute stage that is not inlined.

@@ -6,11 +6,11 @@ namespace tessel {
 
 namespace {
 
-// What unrolling copies: stores and prefetches.
+// What unrolling copies: stores, prefetches and tensor-core operations.
 int64_t count_statements(const Stmt& s) {
   int64_t n = 0;
   visit(s, [&](const Stmt& x) {
-    n += x->op == StmtOp::Store || x->op == StmtOp::Provide || x->op == StmtOp::Prefetch;
+    n += x->op == StmtOp::Store || x->op == StmtOp::Provide || x->op == StmtOp::Prefetch || x->op == StmtOp::Matrix;
   });
   return n;
 }

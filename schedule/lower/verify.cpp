@@ -33,12 +33,23 @@ class Verifier {
         return;
       case StmtOp::Allocate:
         if (!buffers_.insert(s->buffer).second) fail("buffer " + s->buffer + " is allocated twice");
+        if (is_fragment(s->scope)) fragments_.insert(s->buffer);
         run(s->body[0]);
         buffers_.erase(s->buffer);
+        fragments_.erase(s->buffer);
+        return;
+      case StmtOp::Matrix:
+        if (target_ == LowerTarget::Cpu)
+          throw ScheduleError(-1, "tensorize", "tensor-core operations need the GPU target (use --target cuda)");
+        for (const MatrixOperand& o : s->operands) {
+          if (!buffers_.count(o.buffer)) fail(std::string(to_string(s->matrix_op)) + " of unknown buffer " + o.buffer);
+          for (const Expr& i : o.indices) check(i);
+        }
         return;
       case StmtOp::Provide: fail("a tensor access survived storage flattening: " + s->buffer);
       case StmtOp::Store:
         if (!buffers_.count(s->buffer)) fail("store to unknown buffer " + s->buffer);
+        if (fragments_.count(s->buffer)) fragment_access(s->buffer);
         check(s->indices[0]);
         check(s->value);
         return;
@@ -79,6 +90,7 @@ class Verifier {
       case ExprOp::TensorRead: fail("a tensor read survived storage flattening: " + e->name);
       case ExprOp::Load:
         if (!buffers_.count(e->name)) fail("load from unknown buffer " + e->name);
+        if (fragments_.count(e->name)) fragment_access(e->name);
         break;
       default: break;
     }
@@ -86,9 +98,14 @@ class Verifier {
   }
 
   [[noreturn]] void fail(const std::string& why) { throw CompileError("lowered code is invalid: " + why); }
+  [[noreturn]] static void fragment_access(const std::string& buffer) {
+    throw ScheduleError(-1, "tensorize", "fragment " + buffer + " is read or written element by element; only " +
+                                             "tensorized stages (loads, products, stores of tiles) can touch it");
+  }
 
   LowerTarget target_;
   std::set<std::string> buffers_;
+  std::set<std::string> fragments_;
   std::set<std::string> vars_;
 };
 
@@ -114,9 +131,18 @@ class KernelChecker {
                      std::to_string(*n) + " in one kernel; loops sharing a thread index need equal extents");
           if (s->thread_tag.rfind("threadIdx", 0) == 0) thread_vars_.insert(s->var);
         }
+        if (s->thread_tag == "threadIdx.x") ++lane_loops_;
         run(s->body[0], under_thread_condition);
+        if (s->thread_tag == "threadIdx.x") --lane_loops_;
         return;
       }
+      case StmtOp::Matrix:
+        // Warp-collective: all 32 lanes of threadIdx.x run it together.
+        if (lane_loops_ > 0)
+          fail("tensorize", "a tensor-core operation runs on a whole warp; it cannot sit inside a loop bound to "
+                            "threadIdx.x (bind warps to threadIdx.y / threadIdx.z)");
+        has_matrix_ = true;
+        return;
       case StmtOp::Allocate:
         if (s->scope == MemScope::Shared) shared_bytes_ += shared_allocation_bytes(s->dtype, s->extents);
         run(s->body[0], under_thread_condition);
@@ -157,6 +183,12 @@ class KernelChecker {
       if (b != extents_.end() && b->second > limits_.max_grid[d])
         fail("bind blockIdx." + std::string(dims[d]), "grid dimension " + std::string(dims[d]) + " is " +
                  std::to_string(b->second) + ", over the device limit " + std::to_string(limits_.max_grid[d]));
+    }
+    if (has_matrix_) {
+      auto x = extents_.find("threadIdx.x");
+      if (x == extents_.end() || x->second != 32)
+        fail("tensorize", "a kernel with tensor-core operations needs threadIdx.x = 32 (one warp's lanes), not " +
+                              (x == extents_.end() ? std::string("unbound") : std::to_string(x->second)));
     }
     for (const StmtNode* r : allreduces_) {
       auto t = extents_.find(r->thread_tag);
@@ -199,12 +231,14 @@ class KernelChecker {
   std::set<std::string> thread_vars_;
   std::vector<const StmtNode*> allreduces_;
   int64_t shared_bytes_ = 0;
+  int lane_loops_ = 0;
+  bool has_matrix_ = false;
 };
 
 }  // namespace
 
 int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents) {
-  constexpr int64_t kAlignment = 16;
+  constexpr int64_t kAlignment = 32;  // tensor-core tiles start 32-byte aligned
   int64_t elements = 1;
   for (int64_t e : extents) elements *= std::max<int64_t>(e, 0);
   const int64_t size = dtype_bytes(dtype);

@@ -150,6 +150,7 @@ std::string State::to_string() const {
       if (v.annotation != Annotation::None) out << "@" << tessel::to_string(v.annotation);
     }
     for (const PrefetchHint& p : s.prefetches) out << "; prefetch " << p.tensor << " in " << p.loop << " +" << p.offset;
+    if (!s.tensorize_loop.empty()) out << "; tensorized at " << s.tensorize_loop;
     out << "\n";
   }
   return out.str();

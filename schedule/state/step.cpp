@@ -25,6 +25,7 @@ const char* to_string(StepKind kind) {
     case StepKind::StorageAlign: return "storage_align";
     case StepKind::SetScope: return "set_scope";
     case StepKind::Prefetch: return "prefetch";
+    case StepKind::Tensorize: return "tensorize";
   }
   return "?";
 }
@@ -56,6 +57,7 @@ std::string Step::describe() const {
     case StepKind::StorageAlign: out << ", " << axis << ", " << value << ", " << offset; break;
     case StepKind::SetScope: out << ", " << to_string(scope); break;
     case StepKind::Prefetch: out << ", " << loop << ", " << tensor << ", " << value; break;
+    case StepKind::Tensorize: out << ", " << loop; break;
   }
   out << ")";
   return out.str();
@@ -132,6 +134,10 @@ Step prefetch_step(const std::string& stage, const std::string& loop, const std:
   return s;
 }
 
+Step tensorize_step(const std::string& stage, const std::string& loop) {
+  return Step{StepKind::Tensorize, stage, loop};
+}
+
 std::string cache_stage_name(const std::string& tensor, MemScope scope) {
   return tensor + "." + to_string(scope);
 }
@@ -199,6 +205,7 @@ void apply_step(State& state, const Step& step, int index) {
       case StepKind::StorageAlign: apply_storage_align(next, step); break;
       case StepKind::SetScope: apply_set_scope(next, step); break;
       case StepKind::Prefetch: apply_prefetch(next, step); break;
+      case StepKind::Tensorize: apply_tensorize(next, step); break;
     }
     if (std::string why = state_limit_violation(next); !why.empty()) reject(why);
   } catch (const Rejected& r) {

@@ -15,14 +15,14 @@ enum class StepKind : uint8_t {
   Split, Fuse, Reorder,
   ComputeAt, ComputeInline, ComputeRoot,
   CacheRead, CacheWrite, RFactor,
-  Annotate, Pragma, StorageAlign, SetScope, Prefetch,
+  Annotate, Pragma, StorageAlign, SetScope, Prefetch, Tensorize,
 };
 const char* to_string(StepKind kind);
 
 struct Step {
   StepKind kind = StepKind::Split;
   std::string stage;                // every step: the stage it acts on (CacheRead: the tensor read)
-  std::string loop;                 // Split, Annotate, Pragma, RFactor, Prefetch: a loop of `stage`
+  std::string loop;                 // Split, Annotate, Pragma, RFactor, Prefetch, Tensorize: a loop of `stage`
   std::vector<std::string> loops;   // Fuse: consecutive loops; Reorder: the new order; CacheRead: readers
   std::vector<int64_t> factors;     // Split: inner lengths, outer to inner (decision)
   std::string target_stage;         // ComputeAt: the consumer (decision together with target_loop)
@@ -55,6 +55,10 @@ Step pragma_step(const std::string& stage, const std::string& loop, const std::s
 Step storage_align_step(const std::string& stage, int axis, int64_t factor, int64_t offset);
 Step set_scope_step(const std::string& stage, MemScope scope);
 Step prefetch_step(const std::string& stage, const std::string& loop, const std::string& tensor, int64_t offset);
+// `loop` and the loops inside it (16 x 16, or 16 x 16 x 16 for a product) become one tensor-core
+// operation of a warp: a load into a matrix_a / matrix_b fragment, the product accumulated in an
+// accumulator fragment (its initialization a fill), or the store of an accumulator.
+Step tensorize_step(const std::string& stage, const std::string& loop);
 
 // Applies `step` (the `index`-th of its trace) to `state`. Throws ScheduleError naming the step and
 // the reason if it cannot be applied; `state` is then unchanged.

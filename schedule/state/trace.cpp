@@ -35,7 +35,7 @@ const std::vector<std::pair<StepKind, const char*>>& step_kinds() {
       {StepKind::CacheWrite, "cache_write"}, {StepKind::RFactor, "rfactor"},
       {StepKind::Annotate, "annotate"}, {StepKind::Pragma, "pragma"},
       {StepKind::StorageAlign, "storage_align"}, {StepKind::SetScope, "set_scope"},
-      {StepKind::Prefetch, "prefetch"}};
+      {StepKind::Prefetch, "prefetch"}, {StepKind::Tensorize, "tensorize"}};
   return kinds;
 }
 
@@ -64,6 +64,7 @@ json step_to_json(const Step& s) {
     case StepKind::StorageAlign: j["axis"] = s.axis; j["factor"] = s.value; j["offset"] = s.offset; break;
     case StepKind::SetScope: j["scope"] = to_string(s.scope); break;
     case StepKind::Prefetch: j["loop"] = s.loop; j["tensor"] = s.tensor; j["offset"] = s.value; break;
+    case StepKind::Tensorize: j["loop"] = s.loop; break;
   }
   return j;
 }
@@ -123,9 +124,10 @@ struct StepReader {
   }
   MemScope scope() const {
     std::string s = str("scope");
-    for (MemScope m : {MemScope::Global, MemScope::Shared, MemScope::Local})
+    for (MemScope m : {MemScope::Global, MemScope::Shared, MemScope::Local, MemScope::MatrixA, MemScope::MatrixB,
+                       MemScope::Accumulator})
       if (s == to_string(m)) return m;
-    fail("unknown scope '" + s + "' (global, shared or local)");
+    fail("unknown scope '" + s + "' (global, shared, local, matrix_a, matrix_b or accumulator)");
   }
   Annotation annotation() const {
     std::string s = str("annotation");
@@ -177,6 +179,7 @@ Step step_from_json(const json& j, const std::string& where) {
       s.tensor = r.str("tensor");
       s.value = r.integer("offset", 1, kMaxPrefetchOffset);
       break;
+    case StepKind::Tensorize: s.loop = r.str("loop"); break;
   }
   return s;
 }

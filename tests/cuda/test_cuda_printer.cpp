@@ -41,7 +41,7 @@ TEST_CASE("elementwise kernel binds blocks and threads and guards the tail", "[c
 TEST_CASE("shared buffer and barrier", "[cuda][printer]") {
   CudaProgram p = emit_cuda(shared_reverse(4));
   INFO(p.source);
-  CHECK(has(p.source, "__shared__ __align__(16) float S[64];"));
+  CHECK(has(p.source, "__shared__ __align__(32) float S[64];"));
   CHECK(has(p.source, "__syncthreads();"));
   CHECK(p.launches[0].block[0] == 64);
   CHECK(p.launches[0].grid[0] == 4);
@@ -53,7 +53,7 @@ TEST_CASE("shared memory over 48 KiB becomes dynamic shared memory", "[cuda][pri
   CudaProgram p = emit_cuda(big_shared_reverse());
   INFO(p.source);
   CHECK(p.launches[0].dynamic_shared_bytes == 64 * 1024);
-  CHECK(has(p.source, "extern __shared__ __align__(16) unsigned char tessel_dynamic_shared[];"));
+  CHECK(has(p.source, "extern __shared__ __align__(128) unsigned char tessel_dynamic_shared[];"));
   CHECK(has(p.source, "float* __restrict__ S = reinterpret_cast<float*>(tessel_dynamic_shared + 0);"));
   compile_or_skip(p);
 

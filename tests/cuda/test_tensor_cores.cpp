@@ -1,0 +1,134 @@
+// Tensor cores: 16-bit contractions (matmul, dense, batch_matmul) scheduled onto warp-level wmma
+// tiles at sizes no multiple of 16, the tensorize step's rules, and what the CUDA printer makes of
+// it. Kernels are compiled through NVRTC where it is installed; running them is checked on a GPU
+// host (experiments/gpu/check_random.sh with DTYPE=bf16 or fp16).
+#include <catch2/catch.hpp>
+
+#include "codegen/cuda/cuda_backend.h"
+#include "measure/cuda_kernel.h"
+#include "schedule/lower/lower.h"
+#include "schedule/te/dag_parser.h"
+#include "schedule/ops/op_library.h"
+#include "schedule/te/error.h"
+#include "search/gpu_schedule.h"
+#include "tests/cuda/cuda_test_util.h"
+
+using namespace tessel;
+
+namespace {
+
+LowerOptions gpu_options() {
+  LowerOptions o;
+  o.target = LowerTarget::Gpu;
+  return o;
+}
+
+bool has_tensorize(const Trace& t) {
+  for (const Step& s : t.steps)
+    if (s.kind == StepKind::Tensorize) return true;
+  return false;
+}
+
+int count_matrix(const Stmt& body, MatrixOpKind kind) {
+  int n = 0;
+  visit(body, [&](const Stmt& s) { n += s->op == StmtOp::Matrix && s->matrix_op == kind; });
+  return n;
+}
+
+bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a bfloat16 matmul at odd sizes runs on tensor cores by default", "[cuda][tensor_core]") {
+  ComputeDAG dag = build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}});
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  REQUIRE(has_tensorize(t));
+  LoweredFunc f = lower(replay(dag, t), "mm", gpu_options());
+  CHECK(count_matrix(f.body, MatrixOpKind::FillZero) > 0);
+  CHECK(count_matrix(f.body, MatrixOpKind::LoadA) > 0);
+  CHECK(count_matrix(f.body, MatrixOpKind::LoadB) > 0);
+  CHECK(count_matrix(f.body, MatrixOpKind::MmaSync) > 0);
+  CHECK(count_matrix(f.body, MatrixOpKind::Store) > 0);
+  const std::string ir = to_string(f);
+  INFO(ir);
+  // The operand tiles in shared memory are zero past the tensors' ends (61 rows, 45 columns).
+  CHECK(contains(ir, "select("));
+  CHECK(contains(ir, "< 45"));
+  // Rows of 32 bf16 padded to 40 (16 bytes more): the fragments load with a stride of 40.
+  CHECK(contains(ir, "row 40"));
+
+  CudaProgram p = emit_cuda(f);
+  CHECK(contains(p.source, "wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16"));
+  CHECK(contains(p.source, "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32"));
+  CHECK(contains(p.source, "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32"));
+  CHECK(p.launches.at(0).block[0] == 32);  // threadIdx.x: one warp's lanes
+  cuda_testing::compile_or_skip(p);  // last: without NVRTC the test reports skipped
+}
+
+TEST_CASE("weights [N, K] load as column-major b tiles, and float16 has its own mma", "[cuda][tensor_core]") {
+  // As an ONNX Gemm with transB = 1 is imported: Y = gelu(X W^T + b), rounded once to float16.
+  ComputeDAG dag = parse_dag_text(
+      "X = placeholder(float16[7, 19])\n"
+      "W = placeholder(float16[100, 19])\n"
+      "b = placeholder(float16[100])\n"
+      "P[i:7, j:100] = sum(k:19; (float32(X[i, k]) * float32(W[j, k])))  : float32\n"
+      "Y[i1:7, j1:100] = float16(((0.5f * (P[i1, j1] + float32(b[j1]))) * (1.0f + erf(((P[i1, j1] + "
+      "float32(b[j1])) * 0.7071067811865476f)))))  : float16\n");
+  LoweredFunc f = lower(replay(dag, default_gpu_schedule(dag, GpuTargetSpec{})), "dense", gpu_options());
+  CudaProgram p = emit_cuda(f);
+  INFO(p.source);
+  CHECK(contains(p.source, "wmma.load.b.sync.aligned.col.m16n16k16.shared.f16"));
+  CHECK(contains(p.source, "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"));
+  CHECK(contains(p.source, "tessel_float_to_half("));  // the epilogue rounds once, after bias and gelu
+  cuda_testing::compile_or_skip(p);  // last: without NVRTC the test reports skipped
+}
+
+TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and the CUDA cores", "[cuda][tensor_core]") {
+  for (const char* op : {"matmul", "batch_matmul"}) {
+    OpParams params{{"M", "61"}, {"N", "197"}, {"K", "7"}, {"dtype", "bfloat16"}};
+    if (std::string(op) == "batch_matmul") params["B"] = "3";
+    ComputeDAG dag = build_op(op, params);
+    int tensor_core = 0;
+    for (uint64_t seed = 1; seed <= 60; ++seed) {
+      Trace t = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+      INFO(op << " seed " << seed << ": " << trace_to_json(t));
+      tensor_core += has_tensorize(t);
+      CHECK_NOTHROW(lower(replay(dag, t), "k", gpu_options()));
+    }
+    CHECK(tensor_core >= 15);
+    CHECK(tensor_core <= 55);
+  }
+  // float32 has no tensor-core path (TF32 would change the results).
+  ComputeDAG fp32 = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  for (uint64_t seed = 1; seed <= 20; ++seed) CHECK_FALSE(has_tensorize(random_gpu_schedule(fp32, seed, GpuTargetSpec{})));
+  CHECK_FALSE(has_tensorize(default_gpu_schedule(fp32, GpuTargetSpec{})));
+}
+
+TEST_CASE("tensorize: what the step refuses and what lowering refuses", "[cuda][tensor_core]") {
+  ComputeDAG dag = build_op("matmul", {{"M", "32"}, {"N", "32"}, {"K", "32"}, {"dtype", "bfloat16"}});
+  State s(dag);
+  // A plain stage in global memory is no fragment.
+  CHECK_THROWS_WITH(apply_step(s, tensorize_step("C", "C_0")), Catch::Contains("neither a fragment"));
+  apply_step(s, cache_write_step("C_acc", MemScope::Accumulator));
+  const std::string acc = "C_acc.accumulator";
+  // The innermost loops must be 16 x 16 x 16, rows, columns, then the reduction.
+  CHECK_THROWS_WITH(apply_step(s, tensorize_step(acc, "i")), Catch::Contains("extent 32"));
+  apply_step(s, split_step(acc, "i", {16}));
+  apply_step(s, split_step(acc, "j", {16}));
+  apply_step(s, split_step(acc, "k", {16}));
+  CHECK_THROWS_WITH(apply_step(s, tensorize_step(acc, "i.1")), Catch::Contains("innermost 3 loops"));
+  apply_step(s, reorder_step(acc, {"i.0", "j.0", "k.0", "j.1", "i.1", "k.1"}));
+  CHECK_NOTHROW(apply_step(s, tensorize_step(acc, "j.1")));  // order is checked in lowering
+  // The accumulator's operands are no fragments: lowering says so, on either target.
+  CHECK_THROWS_AS(lower(s, "k", gpu_options()), ScheduleError);
+
+  // A whole tensor-core schedule is for the GPU only.
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  REQUIRE(has_tensorize(t));
+  CHECK_THROWS_AS(lower(replay(dag, t), "k", LowerOptions{}), ScheduleError);
+
+  // Steps and scopes survive a trip through JSON.
+  Trace back = trace_from_json(trace_to_json(t));
+  REQUIRE(back.steps.size() == t.steps.size());
+  for (size_t i = 0; i < t.steps.size(); ++i) CHECK(back.steps[i].describe() == t.steps[i].describe());
+}

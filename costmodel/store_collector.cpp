@@ -111,6 +111,7 @@ void StoreCollector::walk(const Stmt& s) {
     case StmtOp::Barrier:
     case StmtOp::AllReduce:  // a combine across threads: no store to memory of its own
     case StmtOp::Matrix:     // a warp's tensor-core operation: not described by the features yet
+    case StmtOp::CommitCopies:
       return;
   }
 }

@@ -41,6 +41,7 @@ struct Knobs {
   int64_t warps_m = 2, warps_n = 2, tiles_m = 2, tiles_n = 2, k_tiles = 2;
   int64_t tc_fetch_vector = 8;               // consecutive 16-bit elements per thread in the shared fetch
   int64_t tc_out_vector = 4;                 // consecutive outputs per thread in the epilogue
+  bool tc_double_buffer = true;              // the shared tiles in two copies, the next one fetched during the work
 };
 
 // A contraction the tensor cores can compute: out[.., i, j] = sum over k of a * b with a and b
@@ -496,6 +497,7 @@ class GpuScheduler {
     apply(annotate_step(acc, ai + ".0", Annotation::Unroll));
     apply(annotate_step(acc, aj + ".0", Annotation::Unroll));
     apply(tensorize_step(acc, ai + ".1"));
+    if (k_.tc_double_buffer) apply(pragma_step(acc, k + ".0", "double_buffer", 1));
 
     // Operands: staged at k.0 by all threads, loaded into fragments at k.1.
     const int64_t bk = k_.k_tiles * 16;
@@ -691,6 +693,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.k_tiles = pick({1, 2, 4});
   k.tc_fetch_vector = pick({1, 2, 4, 8});
   k.tc_out_vector = pick({1, 2, 4});
+  k.tc_double_buffer = pick({0, 1}) != 0;
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -713,6 +716,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     k.k_tiles = d.choose("tc.k_tiles", {1, 2, 4}, DecisionKind::Tile);
     k.tc_fetch_vector = d.choose("tc.fetch_vector", {8, 4, 2, 1}, DecisionKind::Vector);
     k.tc_out_vector = d.choose("tc.out_vector", {4, 2, 1}, DecisionKind::Vector);
+    k.tc_double_buffer = d.choose("tc.double_buffer", {1, 0}, DecisionKind::Structure) != 0;
     return k;
   }
   const Operation* contraction = contraction_rows ? nullptr : find_contraction(dag);
@@ -787,12 +791,20 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
   if (TensorCoreContraction tc = tensor_core_contraction(dag); tc.op) {
     // Outputs of at least 256 x 256: blocks of 64 x 128, 2 warps of 64 x 64 each (16 products per
     // 8 fragment loads; a 2048^3 bfloat16 matmul on an H200 ran 123 us with 2 x 2 tiles per warp,
-    // 81 us with this, the best of 96 tuning trials). The block's float32 staging of its results
-    // stays within 48 KiB of shared memory. Smaller outputs keep 64 x 64 blocks, more of them.
+    // 81 us with this, the best of 96 tuning trials). Smaller outputs keep 64 x 64 blocks, more of
+    // them. Where the double-buffered tiles and the block's float32 staging of its results do not
+    // fit the shared memory, the reduction steps by 16, then the tiles are single.
     const int64_t m = tc.op->axes[tc.op->axes.size() - 2].extent, n = tc.op->axes.back().extent;
     if (m >= 256 && n >= 256) {
       knobs.warps_m = 1;
       knobs.tiles_m = knobs.tiles_n = 4;
+    }
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      Knobs k = knobs;
+      if (attempt == 1) k.k_tiles = 1;
+      if (attempt == 2) k.tc_double_buffer = false;
+      Trace t = GpuScheduler(dag, k).run();
+      if (lowers(dag, t, target)) return t;
     }
   }
   Trace t = GpuScheduler(dag, knobs).run();

@@ -61,8 +61,9 @@ static __device__ __forceinline__ tessel_bfloat16 tessel_float_to_bfloat16(float
 }
 )";
 
-// Printed when the function holds a tensor-core operation: the 32-bit shared-memory address the
-// wmma loads and stores take (what __cvta_generic_to_shared gives, without a header).
+// Printed when the function holds a tensor-core operation or an asynchronous copy: the 32-bit
+// shared-memory address the wmma loads and stores and cp.async take (what __cvta_generic_to_shared
+// gives, without a header).
 const char* kMatrixPrelude = R"(static __device__ __forceinline__ unsigned tessel_shared_address(const void* p) {
   unsigned a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
@@ -72,7 +73,7 @@ const char* kMatrixPrelude = R"(static __device__ __forceinline__ unsigned tesse
 
 bool uses_matrix(const LoweredFunc& func) {
   bool found = false;
-  visit(func.body, [&](const Stmt& s) { found = found || s->op == StmtOp::Matrix; });
+  visit(func.body, [&](const Stmt& s) { found = found || s->op == StmtOp::Matrix || s->async_copy; });
   return found;
 }
 

@@ -8,6 +8,7 @@
 #include "codegen/cuda/cuda_printer.h"
 #include "schedule/lower/arith.h"
 #include "schedule/te/error.h"
+#include "schedule/te/tensor_size.h"
 
 namespace tessel::cuda_detail {
 
@@ -36,6 +37,12 @@ void CudaPrinter::emit_stmt(const Stmt& s, bool in_seq) {
     case StmtOp::Barrier:
       line("__syncthreads();");
       return;
+    case StmtOp::CommitCopies: {
+      line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+      const int64_t wait = *as_int(s->extent);
+      if (wait >= 0) line("asm volatile(\"cp.async.wait_group " + std::to_string(wait) + ";\" ::: \"memory\");");
+      return;
+    }
     case StmtOp::AllReduce:
       return emit_allreduce(s);
     case StmtOp::Matrix:
@@ -332,6 +339,19 @@ void CudaPrinter::emit_store(const Stmt& s) {
   int lanes = value->type.lanes;
   if (index->type.lanes != lanes) throw CompileError("cuda codegen: store index and value lanes differ");
   const std::string& buf = names_.id(s->buffer);
+  if (s->async_copy) {
+    // cp.async: 4, 8 or 16 bytes from global to shared memory (mark_async_copies checked the
+    // alignment); .cg (around L1) where it may, 16 bytes.
+    const Expr& from = value->op == ExprOp::Load ? value->args[0] : nullptr;
+    const int64_t bytes = lanes * dtype_bytes(dtype);
+    if (!from || (bytes != 4 && bytes != 8 && bytes != 16))
+      throw CompileError("cuda codegen: an asynchronous copy into '" + s->buffer + "' is not a 4-, 8- or 16-byte load");
+    auto first = [&](const Expr& i) { return strip_parens(expr(i->op == ExprOp::Ramp ? i->args[0] : i, 0)); };
+    line(std::string("asm volatile(\"cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [%0], [%1], " +
+         std::to_string(bytes) + ";\" :: \"r\"(tessel_shared_address(&" + buf + "[" + first(index) + "])), \"l\"(&" +
+         names_.id(value->name) + "[" + first(from) + "]) : \"memory\");");
+    return;
+  }
   // A copy of 2, 4 or 8 consecutive 16-bit values between aligned places (operands staged for the
   // tensor cores): one 4-, 8- or 16-byte access each side.
   if (Type{dtype, 1}.is_half() && (lanes == 2 || lanes == 4 || lanes == 8) && value->op == ExprOp::Load &&

@@ -185,6 +185,8 @@ void CodeGenLLVM::emit_stmt(const Stmt& s) {
     case StmtOp::Prefetch: return emit_prefetch(s);
     case StmtOp::Matrix:
       throw CompileError("llvm codegen: a tensor-core operation cannot run on the CPU target");
+    case StmtOp::CommitCopies:
+      throw CompileError("llvm codegen: asynchronous GPU copies cannot run on the CPU target");
   }
   throw CompileError("llvm codegen: unknown statement");
 }

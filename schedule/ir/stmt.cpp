@@ -122,6 +122,12 @@ Stmt make_seq(std::vector<Stmt> stmts) {
 
 Stmt make_barrier() { return finish(StmtNode{StmtOp::Barrier}); }
 
+Stmt make_commit_copies(int64_t wait_groups) {
+  StmtNode n{StmtOp::CommitCopies};
+  n.extent = make_int(wait_groups);
+  return finish(std::move(n));
+}
+
 Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements) {
   TESSEL_CHECK(index && index->type == kInt64, "prefetch of " + buffer + " needs a scalar int64 index");
   TESSEL_CHECK(elements > 0, "prefetch of " + buffer + " needs a positive element count");
@@ -228,6 +234,7 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
           << to_string(s->extent) << ")";
       if (!s->thread_tag.empty()) out << " " << s->thread_tag;
       if (s->pragma_unroll_max_step) out << " auto_unroll_max_step=" << s->pragma_unroll_max_step;
+      if (s->double_buffer) out << " double_buffer";
       out << " {\n";
       print(out, s->body[0], indent + 1);
       out << pad << "}\n";
@@ -240,7 +247,8 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       return;
     }
     case StmtOp::Store:
-      out << pad << s->buffer << "[" << to_string(s->indices[0]) << "] = " << to_string(s->value) << "\n";
+      out << pad << s->buffer << "[" << to_string(s->indices[0]) << "] " << (s->async_copy ? "<-async " : "= ")
+          << to_string(s->value) << "\n";
       return;
     case StmtOp::Allocate: {
       out << pad << "allocate " << s->buffer << "[" << to_string(s->dtype) << " * ";
@@ -262,6 +270,7 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       for (const Stmt& b : s->body) print(out, b, indent);
       return;
     case StmtOp::Barrier: out << pad << "barrier()\n"; return;
+    case StmtOp::CommitCopies: out << pad << "commit_copies(wait " << to_string(s->extent) << ")\n"; return;
     case StmtOp::AllReduce: {
       out << pad << s->buffer << "[";
       for (size_t i = 0; i < s->indices.size(); ++i) out << (i ? ", " : "") << to_string(s->indices[i]);

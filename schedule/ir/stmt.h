@@ -31,6 +31,12 @@
 //    `col_var`, 0 to 15); storage flattening turns them into the flat index of element (0, 0)
 //    and a row-major or column-major stride (`row_major`, `stride`). A fragment operand's
 //    flattened index is its tile's number within the fragment buffer.
+//  - A Store with `async_copy` (GPU) copies a global load into shared memory asynchronously
+//    (cp.async): the value is not there until a CommitCopies that waits for it. CommitCopies closes
+//    the thread's group of copies issued since the last one and, when `extent` >= 0, waits until at
+//    most `extent` of its groups are still in flight (a barrier then makes the data visible to all).
+//  - `double_buffer` on a For (GPU) asks the double_buffer pass to give the shared tiles filled at
+//    the top of each iteration two copies, the next iteration's fetch issued before this one's work.
 //  - `pragma_unroll_max_step` on a For asks the unroll pass to unroll every loop inside it whose
 //    total unrolled body stays within that many statements (Ansor's auto_unroll_max_step).
 #pragma once
@@ -48,7 +54,9 @@ namespace tessel {
 enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBound };
 // MatrixA, MatrixB, Accumulator: a warp's tensor-core fragments (see Matrix above).
 enum class MemScope : uint8_t { Global, Shared, Local, MatrixA, MatrixB, Accumulator };
-enum class StmtOp : uint8_t { For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch, AllReduce, Matrix };
+enum class StmtOp : uint8_t {
+  For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch, AllReduce, Matrix, CommitCopies,
+};
 enum class MatrixOpKind : uint8_t { FillZero, LoadA, LoadB, MmaSync, Store };
 
 inline bool is_fragment(MemScope s) {
@@ -80,10 +88,12 @@ struct StmtNode {
   ForKind for_kind = ForKind::Serial;
   std::string thread_tag;
   int pragma_unroll_max_step = 0;
+  bool double_buffer = false;
   // Provide / Store / Allocate / Prefetch: tensor or buffer name
   std::string buffer;
   std::vector<Expr> indices;  // Provide: N-d; Store, Prefetch: one flat index
   Expr value;
+  bool async_copy = false;  // Store
   // Allocate
   DType dtype = DType::Float32;
   std::vector<int64_t> extents;
@@ -109,6 +119,7 @@ Stmt make_allocate(const std::string& buffer, DType dtype, std::vector<int64_t> 
 Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_seq(std::vector<Stmt> stmts);  // flattens nested Seqs; one child returns the child
 Stmt make_barrier();
+Stmt make_commit_copies(int64_t wait_groups);  // -1: commit only
 Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements);
 Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp combiner,
                     const std::string& thread_tag, int64_t threads);

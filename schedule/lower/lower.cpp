@@ -2,6 +2,7 @@
 #include "schedule/lower/lower.h"
 
 #include "schedule/lower/bound_inference.h"
+#include "schedule/lower/double_buffer.h"
 #include "schedule/lower/inline_stages.h"
 #include "schedule/lower/insert_barriers.h"
 #include "schedule/lower/loop_partition.h"
@@ -43,6 +44,8 @@ LoweredFunc lower(const State& state, const std::string& name, const LowerOption
   if (options.target == LowerTarget::Gpu) {
     f.body = insert_barriers(f.body);
     after("insert_barriers");
+    f.body = double_buffer(f.body);
+    after("double_buffer");
   }
   f.body = simplify(f.body);
   after("simplify");
@@ -53,6 +56,7 @@ LoweredFunc lower(const State& state, const std::string& name, const LowerOption
   after("vectorize");
   f.body = unroll_loops(f.body);
   f.body = simplify(f.body);
+  if (options.target == LowerTarget::Gpu) f.body = mark_async_copies(f.body, f.params);
   after("unroll");
   verify_lowered(f, options.target, options.gpu_limits);
   return f;

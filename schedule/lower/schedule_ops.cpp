@@ -108,7 +108,11 @@ class NestBuilder {
     ForKind kind = for_kind(v.annotation);
     std::string tag = kind == ForKind::ThreadBound ? to_string(v.annotation) : "";
     int pragma = s.pragma_loop == v.name ? s.auto_unroll_max_step : 0;
-    return make_for(info.leaf_names[position], make_int(0), make_int(v.extent), kind, body, tag, pragma);
+    Stmt loop = make_for(info.leaf_names[position], make_int(0), make_int(v.extent), kind, body, tag, pragma);
+    if (s.double_buffer_loop != v.name) return loop;
+    StmtNode marked = *loop;
+    marked.double_buffer = true;
+    return std::make_shared<const StmtNode>(std::move(marked));
   }
 
   // The stage's body in its loop variables (reads of computed-at tensors rebased to their regions)

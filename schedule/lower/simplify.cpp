@@ -57,7 +57,8 @@ Stmt run(const Stmt& s, VarRanges& ranges) {
       for (const Expr& i : s->indices) idx.push_back(simp(i));
       return make_provide(s->buffer, idx, simp(s->value));
     }
-    case StmtOp::Barrier: return s;
+    case StmtOp::Barrier:
+    case StmtOp::CommitCopies: return s;
     case StmtOp::AllReduce: {
       std::vector<Expr> idx;
       for (const Expr& i : s->indices) idx.push_back(simp(i));

@@ -49,6 +49,7 @@ class Verifier {
       case StmtOp::Provide: fail("a tensor access survived storage flattening: " + s->buffer);
       case StmtOp::Store:
         if (!buffers_.count(s->buffer)) fail("store to unknown buffer " + s->buffer);
+        if (s->async_copy && target_ == LowerTarget::Cpu) fail("asynchronous copy on the CPU target");
         if (fragments_.count(s->buffer)) fragment_access(s->buffer);
         check(s->indices[0]);
         check(s->value);
@@ -62,6 +63,9 @@ class Verifier {
         return;
       case StmtOp::Barrier:
         if (target_ == LowerTarget::Cpu) fail("barrier on the CPU target");
+        return;
+      case StmtOp::CommitCopies:
+        if (target_ == LowerTarget::Cpu) fail("asynchronous copies on the CPU target");
         return;
       case StmtOp::AllReduce:
         if (target_ == LowerTarget::Cpu)

@@ -46,7 +46,13 @@ void apply_annotate(State& state, const Step& step) {
 void apply_pragma(State& state, const Step& step) {
   Stage& s = schedulable_stage(state, step.stage);
   leaf_position(s, step.loop);
-  if (step.pragma != "auto_unroll_max_step") reject("unknown pragma '" + step.pragma + "'");
+  if (step.pragma == "double_buffer") {
+    if (step.value != 0 && step.value != 1) reject("double_buffer is 1 (on) or 0 (off)");
+    s.double_buffer_loop = step.value ? step.loop : "";
+    return;
+  }
+  if (step.pragma != "auto_unroll_max_step")
+    reject("unknown pragma '" + step.pragma + "' (auto_unroll_max_step, double_buffer)");
   if (step.value < 0) reject("auto_unroll_max_step must not be negative");
   if (step.value > kMaxAutoUnrollStep)
     reject("auto_unroll_max_step " + std::to_string(step.value) + " is beyond the limit of " +

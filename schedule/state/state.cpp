@@ -151,6 +151,7 @@ std::string State::to_string() const {
     }
     for (const PrefetchHint& p : s.prefetches) out << "; prefetch " << p.tensor << " in " << p.loop << " +" << p.offset;
     if (!s.tensorize_loop.empty()) out << "; tensorized at " << s.tensorize_loop;
+    if (!s.double_buffer_loop.empty()) out << "; double-buffered in " << s.double_buffer_loop;
     out << "\n";
   }
   return out.str();

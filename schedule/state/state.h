@@ -74,6 +74,7 @@ struct Stage {
   std::vector<StorageAlign> storage_align;
   std::vector<PrefetchHint> prefetches;
   std::string tensorize_loop;     // tensorize: this loop and those inside are one tensor-core operation
+  std::string double_buffer_loop; // pragma double_buffer: the shared tiles fetched in this loop get two copies
 
   int find_var(const std::string& name) const;   // -1 if none
   int leaf_position(const std::string& name) const;  // position in leaves, -1 if not a leaf

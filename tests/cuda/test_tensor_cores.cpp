@@ -2,6 +2,8 @@
 // tiles at sizes no multiple of 16, the tensorize step's rules, and what the CUDA printer makes of
 // it. Kernels are compiled through NVRTC where it is installed; running them is checked on a GPU
 // host (experiments/gpu/check_random.sh with DTYPE=bf16 or fp16).
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "codegen/cuda/cuda_backend.h"
@@ -131,4 +133,33 @@ TEST_CASE("tensorize: what the step refuses and what lowering refuses", "[cuda][
   Trace back = trace_from_json(trace_to_json(t));
   REQUIRE(back.steps.size() == t.steps.size());
   for (size_t i = 0; i < t.steps.size(); ++i) CHECK(back.steps[i].describe() == t.steps[i].describe());
+}
+
+TEST_CASE("double-buffered tiles: the next tiles are fetched asynchronously during this step's products",
+          "[cuda][tensor_core]") {
+  // Aligned sizes: every fill copies 16 bytes of global memory unchanged, so it is a cp.async.
+  ComputeDAG dag = build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}, {"dtype", "bfloat16"}});
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  REQUIRE(std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.pragma == "double_buffer"; }));
+  LoweredFunc f = lower(replay(dag, t), "mm", gpu_options());
+  const std::string ir = to_string(f);
+  INFO(ir);
+  CHECK(contains(ir, "double_buffer") == false);  // the loop was rewritten
+  CHECK(contains(ir, "<-async"));
+  CHECK(contains(ir, "commit_copies(wait 1)"));
+  CHECK(contains(ir, "commit_copies(wait -1)"));
+  CudaProgram p = emit_cuda(f);
+  CHECK(contains(p.source, "cp.async.cg.shared.global"));
+  CHECK(contains(p.source, "cp.async.wait_group 1;"));
+
+  // Odd sizes: the tiles' edges are zero-filled by plain stores, still in two copies.
+  ComputeDAG odd = build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}});
+  LoweredFunc g = lower(replay(odd, default_gpu_schedule(odd, GpuTargetSpec{})), "mm", gpu_options());
+  const std::string odd_ir = to_string(g);
+  INFO(odd_ir);
+  CHECK(contains(odd_ir, "commit_copies(wait 1)"));
+  CHECK_FALSE(contains(odd_ir, "<-async"));
+  CHECK(contains(odd_ir, "select("));
+  cuda_testing::compile_or_skip(p);
+  cuda_testing::compile_or_skip(emit_cuda(g));
 }

@@ -190,8 +190,10 @@ void RowBuilder::buffers() {
     set(col(kStride), log1p2(stride));
     const StmtNode* alloc = allocation_of(*s.name, nullptr);
     set(col(kScopeShared), alloc && alloc->scope == MemScope::Shared ? 1 : 0);
-    set(col(kScopeLocal), alloc && alloc->scope == MemScope::Local ? 1 : 0);
-    if (target_.gpu && !(alloc && alloc->scope == MemScope::Local)) {
+    // Fragments are registers, as local buffers are.
+    const bool registers = alloc && (alloc->scope == MemScope::Local || is_fragment(alloc->scope));
+    set(col(kScopeLocal), registers ? 1 : 0);
+    if (target_.gpu && !registers) {
       WarpAccess w = warp_access(a);
       set(col(kWarpSectors), log1p2(w.sectors));
       set(col(kWarpEfficiency), w.efficiency);

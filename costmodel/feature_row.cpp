@@ -280,7 +280,7 @@ void RowBuilder::allocation() {
     for (int64_t e : a->extents) elems *= static_cast<double>(e);
     set(kAllocSize, log1p2(elems * bytes_of(a->dtype)));
     set(kAllocShared, a->scope == MemScope::Shared ? 1 : 0);
-    set(kAllocLocal, a->scope == MemScope::Local ? 1 : 0);
+    set(kAllocLocal, a->scope == MemScope::Local || is_fragment(a->scope) ? 1 : 0);
     set(kAllocOuterProd, log1p2(outer));
     return;
   }

@@ -35,7 +35,7 @@ void collect_kernel(const Stmt& s, KernelFacts& k, std::unordered_map<std::strin
   if (s->op == StmtOp::Allocate) {
     if (s->scope == MemScope::Shared)
       k.shared_bytes += static_cast<double>(shared_allocation_bytes(s->dtype, s->extents));
-    if (s->scope == MemScope::Local) {
+    if (s->scope == MemScope::Local || is_fragment(s->scope)) {
       double elems = 1;
       for (int64_t e : s->extents) elems *= static_cast<double>(e);
       k.local_bytes += elems * bytes_of(s->dtype);
@@ -110,10 +110,51 @@ void StoreCollector::walk(const Stmt& s) {
       return;
     case StmtOp::Barrier:
     case StmtOp::AllReduce:  // a combine across threads: no store to memory of its own
-    case StmtOp::Matrix:     // a warp's tensor-core operation: not described by the features yet
     case StmtOp::CommitCopies:
       return;
+    case StmtOp::Matrix:
+      add_store(matrix_as_store(*s));
+      return;
   }
+}
+
+// A tensor-core operation as the store one lane of its warp does: 8 consecutive elements of the
+// destination tile (a fragment holds 256 values over 32 lanes), computed from the sources' tiles.
+// A product is 128 multiply-adds per lane, written as 64-lane arithmetic (the width the feature
+// rows count operations in). Kept alive by the collector, as the groups point to it.
+const StmtNode* StoreCollector::matrix_as_store(const StmtNode& m) {
+  constexpr int kLanes = 8, kProductLanes = 64;
+  auto elem = [&](const MatrixOperand& o, DType t, int lanes) {
+    return make_load(o.buffer, make_ramp(o.indices.at(0) * make_int(lanes), make_int(1), lanes), Type{t, lanes});
+  };
+  const std::vector<MatrixOperand>& o = m.operands;
+  Stmt s;
+  switch (m.matrix_op) {
+    case MatrixOpKind::FillZero:
+      s = make_store(o[0].buffer, make_ramp(o[0].indices.at(0) * make_int(kLanes), make_int(1), kLanes),
+                     make_broadcast(make_float(0), kLanes));
+      break;
+    case MatrixOpKind::LoadA:
+    case MatrixOpKind::LoadB:
+      // The 16-bit type is unknown here (no allocation in view); the copy's width is what matters.
+      s = make_store(o[0].buffer, make_ramp(o[0].indices.at(0) * make_int(kLanes), make_int(1), kLanes),
+                     make_load(o[1].buffer, make_ramp(o[1].indices.at(0), make_int(1), kLanes),
+                               Type{DType::Float16, kLanes}));
+      break;
+    case MatrixOpKind::MmaSync: {
+      Expr product = make_cast(Type{DType::Float32, kProductLanes}, elem(o[1], DType::Float16, kProductLanes)) *
+                     make_cast(Type{DType::Float32, kProductLanes}, elem(o[2], DType::Float16, kProductLanes));
+      s = make_store(o[0].buffer, make_ramp(o[0].indices.at(0) * make_int(kProductLanes), make_int(1), kProductLanes),
+                     elem(o[0], DType::Float32, kProductLanes) + product);
+      break;
+    }
+    case MatrixOpKind::Store:
+      s = make_store(o[0].buffer, make_ramp(o[0].indices.at(0), make_int(1), kLanes),
+                     elem(o[1], DType::Float32, kLanes));
+      break;
+  }
+  synthesized_.push_back(s);
+  return s.get();
 }
 
 double StoreCollector::outer_prod() const {

@@ -65,8 +65,11 @@ class StoreCollector {
   int kernel_ = 0;
   std::unordered_map<size_t, int> index_;
 
+  std::vector<Stmt> synthesized_;  // stand-ins for tensor-core operations (matrix_as_store)
+
   double outer_prod() const;
   void add_store(const StmtNode* s);
+  const StmtNode* matrix_as_store(const StmtNode& m);
 };
 
 KernelFacts kernel_facts(const Stmt& kernel);

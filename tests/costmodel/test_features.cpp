@@ -95,6 +95,22 @@ TEST_CASE("features are deterministic and finite for random schedules of several
       }
 }
 
+TEST_CASE("tensor-core programs have rows for their products, loads and stores", "[costmodel][features]") {
+  // A 16-bit matmul on the tensor cores: its wmma operations stand in as the stores of one lane each,
+  // so the products show their multiply-adds and the fragments count as registers.
+  for (int64_t n : {64, 256}) {
+    ComputeDAG dag = build_op("matmul", {{"M", std::to_string(n)}, {"N", std::to_string(n)}, {"K", std::to_string(n)},
+                                         {"dtype", "bfloat16"}});
+    Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+    ProgramFeatures f = features_of_schedule(dag, t, FeatureTarget{true});
+    REQUIRE(f.rows >= 5);  // fill, two loads, product, store of the accumulators, the epilogue, fetches
+    bool product = false;
+    for (int r = 0; r < f.rows; ++r) product = product || at(f, r, "float_mul") > kNoCount;
+    CHECK(product);
+    for (float v : f.values) REQUIRE(std::isfinite(v));
+  }
+}
+
 TEST_CASE("arithmetic counts are per float operation of the program, whatever its size", "[costmodel][features]") {
   for (int64_t m : {16, 64}) {
     // C = 0 (m x 32 stores, no float operation), then C += A x B (m x 32 x 8 multiplications and

@@ -774,7 +774,7 @@ bool lowers(const ComputeDAG& dag, const Trace& t, const GpuTargetSpec& target) 
     LowerOptions options;
     options.target = LowerTarget::Gpu;
     options.gpu_limits.max_threads_per_block = target.max_threads_per_block;
-    options.gpu_limits.max_shared_bytes = target.max_shared_bytes;
+    options.gpu_limits.max_shared_bytes = shared_limit(target, t);
     lower(replay(dag, t), "check", options);
     return true;
   } catch (const Error&) {
@@ -784,20 +784,27 @@ bool lowers(const ComputeDAG& dag, const Trace& t, const GpuTargetSpec& target) 
 
 }  // namespace
 
+int64_t shared_limit(const GpuTargetSpec& target, const Trace& trace) {
+  for (const Step& s : trace.steps)
+    if (s.kind == StepKind::Tensorize) return target.max_shared_bytes_tensor_core;
+  return target.max_shared_bytes;
+}
+
 Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
   Knobs knobs;
   const Operation* c = find_contraction(dag);
   knobs.contraction_rows = c && few_outputs_long_reduction(*c, kRowsDefaultRatio);
   if (TensorCoreContraction tc = tensor_core_contraction(dag); tc.op) {
-    // Outputs of at least 256 x 256: blocks of 64 x 128, 2 warps of 64 x 64 each (16 products per
-    // 8 fragment loads; a 2048^3 bfloat16 matmul on an H200 ran 123 us with 2 x 2 tiles per warp,
-    // 81 us with this, the best of 96 tuning trials). Smaller outputs keep 64 x 64 blocks, more of
-    // them. Where the double-buffered tiles and the block's float32 staging of its results do not
-    // fit the shared memory, the reduction steps by 16, then the tiles are single.
+    // Warps of 64 x 64 (4 x 4 tiles: 16 products per 8 fragment loads) where the output is at least
+    // 256 x 256: 2 x 2 of them per block where that still gives 1024 blocks (an H200: 443 us for a
+    // 4096^3 bfloat16 matmul, against 630 us with 1 x 2), else 1 x 2 (2048^3: 81 us, against 123 us
+    // with 2 x 2 warps of 2 x 2 tiles). Smaller outputs keep 64 x 64 blocks, more of them. Where
+    // the double-buffered tiles and the block's float32 staging of its results do not fit the shared
+    // memory, the reduction steps by 16, then the tiles are single.
     const int64_t m = tc.op->axes[tc.op->axes.size() - 2].extent, n = tc.op->axes.back().extent;
     if (m >= 256 && n >= 256) {
-      knobs.warps_m = 1;
       knobs.tiles_m = knobs.tiles_n = 4;
+      if ((m / 128) * (n / 128) < 1024) knobs.warps_m = 1;
     }
     for (int attempt = 0; attempt < 3; ++attempt) {
       Knobs k = knobs;

@@ -18,6 +18,9 @@ namespace tessel {
 
 Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target);
 
+// The shared memory a schedule may use: more for one on the tensor cores (a tensorize step).
+int64_t shared_limit(const GpuTargetSpec& target, const Trace& trace);
+
 // Every step applies and the result lowers for the GPU within the target's limits (candidates that
 // do not are resampled deterministically).
 Trace random_gpu_schedule(const ComputeDAG& dag, uint64_t seed, const GpuTargetSpec& target);

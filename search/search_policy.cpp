@@ -6,6 +6,7 @@
 
 #include "schedule/te/error.h"
 #include "schedule/te/parallel.h"
+#include "search/gpu_schedule.h"
 
 namespace tessel {
 
@@ -48,7 +49,7 @@ std::optional<ProgramFeatures> SearchPolicy::features(const Trace& trace) const 
   FeatureTarget target;
   target.gpu = target_.gpu;
   target.gpu_limits.max_threads_per_block = target_.gpu_spec.max_threads_per_block;
-  target.gpu_limits.max_shared_bytes = target_.gpu_spec.max_shared_bytes;
+  target.gpu_limits.max_shared_bytes = shared_limit(target_.gpu_spec, trace);
   try {
     return features_of_schedule(dag_, trace, target);
   } catch (const Error&) {

@@ -85,7 +85,9 @@ std::string tune_options_json(const TuneOptions& o, const CostModel& model) {
                  {"measured_seeds", o.search.measured_seeds},
                  {"max_fresh_attempts", o.search.max_fresh_attempts}};
   j["cpu"] = {{"vector_lanes", o.cpu.vector_lanes}, {"threads", o.cpu.num_threads}};
-  j["gpu"] = {{"max_threads_per_block", o.gpu.max_threads_per_block}, {"max_shared_bytes", o.gpu.max_shared_bytes}};
+  j["gpu"] = {{"max_threads_per_block", o.gpu.max_threads_per_block},
+              {"max_shared_bytes", o.gpu.max_shared_bytes},
+              {"max_shared_bytes_tensor_core", o.gpu.max_shared_bytes_tensor_core}};
   j["measure"] = {{"builders", o.measure.builders},           {"build_timeout_s", o.measure.build_timeout_s},
                   {"run_timeout_s", o.measure.run_timeout_s}, {"min_time_s", o.measure.run.min_time_s},
                   {"budget_s", o.measure.run.budget_s},       {"flush", o.measure.run.flush}};

@@ -163,3 +163,15 @@ TEST_CASE("double-buffered tiles: the next tiles are fetched asynchronously duri
   cuda_testing::compile_or_skip(p);
   cuda_testing::compile_or_skip(emit_cuda(g));
 }
+
+TEST_CASE("tensor-core schedules may use shared memory past 48 KiB, others may not", "[cuda][tensor_core]") {
+  ComputeDAG big = build_op("matmul", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}, {"dtype", "bfloat16"}});
+  Trace t = default_gpu_schedule(big, GpuTargetSpec{});
+  CHECK(shared_limit(GpuTargetSpec{}, t) == GpuTargetSpec{}.max_shared_bytes_tensor_core);
+  CudaProgram p = emit_cuda(lower(replay(big, t), "mm", gpu_options()));
+  REQUIRE(p.launches.size() == 1);
+  CHECK(p.launches[0].dynamic_shared_bytes > 48 * 1024);  // 128 x 128 tiles, double-buffered
+  CHECK(p.launches[0].block[1] * p.launches[0].block[2] == 4);  // 2 x 2 warps
+  ComputeDAG fp32 = build_op("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}});
+  CHECK(shared_limit(GpuTargetSpec{}, default_gpu_schedule(fp32, GpuTargetSpec{})) == GpuTargetSpec{}.max_shared_bytes);
+}

@@ -28,6 +28,8 @@ struct Knobs {
   int64_t rows_per_block = 0;                // rows: threadIdx.y extent; 0: chosen from the row length
   bool warp_combine = true;                  // rows: partials combined by shuffles, else through shared memory
   int64_t fetch_vector = 4;                  // contraction: consecutive elements per thread in the shared fetch
+  bool double_buffer = false;                // contraction: staged tiles in two copies, the next fetched (cp.async)
+                                             // during this step's products
   int64_t short_per_thread = 4;              // short reductions: adjacent outputs per thread
   int64_t short_rows = 4;                    // short reductions: next-axis values per block (threadIdx.y)
   int64_t short_row_regs = 1;                // short reductions: next-axis values per thread (registers)
@@ -424,6 +426,7 @@ class GpuScheduler {
     const OutputTiles tiles = tile_output(out.name, compute);
     const std::string k0 = tile_thread(compute);
     stage_operands(reads, compute, k0, tiles);
+    if (k_.double_buffer && (k_.stage_a || k_.stage_b)) apply(pragma_step(compute, k0, "double_buffer", 1));
   }
 
   // Tensor cores. With R the contraction and out its 16-bit epilogue:
@@ -678,6 +681,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.elem_per_thread = pick({1, 1, 2, 4});
   k.short_per_thread = pick({1, 2, 3, 4, 7, 8});
   k.fetch_vector = pick({1, 2, 4});
+  k.double_buffer = pick({0, 1}) != 0;
   k.short_rows = pick({1, 2, 4, 8});
   k.short_row_regs = pick({1, 1, 2, 4});
   k.short_unroll_window = pick({0, 1, 1}) != 0;
@@ -759,6 +763,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     k.stage_b = d.choose("stage.b", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.unroll_max_step = d.choose("auto_unroll", {0, 16, 64, 512}, DecisionKind::Unroll);
     k.fetch_vector = d.choose("fetch.vector", {1, 4}, DecisionKind::Vector);
+    k.double_buffer = d.choose("stage.double_buffer", {0, 1}, DecisionKind::Structure) != 0;
   }
   // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows
   // until they fit (as sample_knobs does), so that few samples are wasted.

@@ -175,3 +175,18 @@ TEST_CASE("tensor-core schedules may use shared memory past 48 KiB, others may n
   ComputeDAG fp32 = build_op("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}});
   CHECK(shared_limit(GpuTargetSpec{}, default_gpu_schedule(fp32, GpuTargetSpec{})) == GpuTargetSpec{}.max_shared_bytes);
 }
+
+TEST_CASE("float32 tiles on the CUDA cores can be double-buffered too (a decision of the search)", "[cuda][tensor_core]") {
+  ComputeDAG dag = build_op("matmul", {{"M", "128"}, {"N", "128"}, {"K", "128"}});
+  int found = 0;
+  for (uint64_t seed = 1; seed <= 40 && found == 0; ++seed) {
+    Trace t = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+    if (std::none_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.pragma == "double_buffer"; }))
+      continue;
+    ++found;
+    const std::string ir = to_string(lower(replay(dag, t), "mm", gpu_options()));
+    INFO(ir);
+    CHECK(contains(ir, "commit_copies(wait 1)"));
+  }
+  CHECK(found == 1);
+}

@@ -176,7 +176,8 @@ TEST_CASE("tensor-core schedules may use shared memory past 48 KiB, others may n
   CHECK(shared_limit(GpuTargetSpec{}, default_gpu_schedule(fp32, GpuTargetSpec{})) == GpuTargetSpec{}.max_shared_bytes);
 }
 
-TEST_CASE("float32 tiles on the CUDA cores can be double-buffered too (a decision of the search)", "[cuda][tensor_core]") {
+TEST_CASE("float32 tiles on the CUDA cores can be double-buffered too (a decision of the search)",
+          "[cuda][tensor_core]") {
   ComputeDAG dag = build_op("matmul", {{"M", "128"}, {"N", "128"}, {"K", "128"}});
   int found = 0;
   for (uint64_t seed = 1; seed <= 40 && found == 0; ++seed) {

@@ -170,6 +170,9 @@ class Flattener {
   }
 
   Expr flat_index(const std::string& buffer, const std::vector<Expr>& indices) {
+    if (fragments_.count(buffer))
+      fail(buffer, "fragment " + buffer + " is read or written element by element; only tensorized stages (loads, " +
+                       "products, stores of tiles) can touch it");
     auto it = strides_.find(buffer);
     TESSEL_CHECK(it != strides_.end(), "access to unknown buffer " + buffer);
     TESSEL_CHECK(it->second.size() == indices.size(), "rank mismatch in access to " + buffer);

@@ -148,6 +148,10 @@ class KernelChecker {
         has_matrix_ = true;
         return;
       case StmtOp::Allocate:
+        if (s->scope == MemScope::Global)
+          fail("set_scope(" + s->buffer + ")", "stage " + s->buffer +
+                                                   " is in global memory but computed inside a GPU kernel; give it the " +
+                                                   "shared or local scope, or compute it at the root");
         if (s->scope == MemScope::Shared) shared_bytes_ += shared_allocation_bytes(s->dtype, s->extents);
         run(s->body[0], under_thread_condition);
         return;

@@ -85,7 +85,8 @@ TEST_CASE("weights [N, K] load as column-major b tiles, and float16 has its own 
   cuda_testing::compile_or_skip(p);  // last: without NVRTC the test reports skipped
 }
 
-TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and the CUDA cores", "[cuda][tensor_core]") {
+TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and the CUDA cores",
+          "[cuda][tensor_core]") {
   for (const char* op : {"matmul", "batch_matmul"}) {
     OpParams params{{"M", "61"}, {"N", "197"}, {"K", "7"}, {"dtype", "bfloat16"}};
     if (std::string(op) == "batch_matmul") params["B"] = "3";
@@ -102,7 +103,8 @@ TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and 
   }
   // float32 has no tensor-core path (TF32 would change the results).
   ComputeDAG fp32 = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
-  for (uint64_t seed = 1; seed <= 20; ++seed) CHECK_FALSE(has_tensorize(random_gpu_schedule(fp32, seed, GpuTargetSpec{})));
+  for (uint64_t seed = 1; seed <= 20; ++seed)
+    CHECK_FALSE(has_tensorize(random_gpu_schedule(fp32, seed, GpuTargetSpec{})));
   CHECK_FALSE(has_tensorize(default_gpu_schedule(fp32, GpuTargetSpec{})));
 }
 
@@ -190,4 +192,23 @@ TEST_CASE("float32 tiles on the CUDA cores can be double-buffered too (a decisio
     CHECK(contains(ir, "commit_copies(wait 1)"));
   }
   CHECK(found == 1);
+}
+
+TEST_CASE("a fragment left untensorized, or a stage left in global memory inside a kernel, is a bad schedule",
+          "[cuda][tensor_core]") {
+  // Found by mutating default traces: both were internal errors (of storage flattening, of the
+  // CUDA printer) instead of a ScheduleError naming the step.
+  ComputeDAG dag = build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}});
+  const Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  auto without = [&](auto&& drop) {
+    Trace m = t;
+    m.steps.erase(std::remove_if(m.steps.begin(), m.steps.end(), drop), m.steps.end());
+    return m;
+  };
+  Trace untensorized =
+      without([](const Step& s) { return s.kind == StepKind::Tensorize && s.stage == "B.shared.matrix_b"; });
+  CHECK_THROWS_WITH(lower(replay(dag, untensorized), "k", gpu_options()), Catch::Contains("element by element"));
+  Trace global = without([](const Step& s) { return s.kind == StepKind::SetScope && s.stage == "C_acc"; });
+  CHECK_THROWS_AS(lower(replay(dag, global), "k", gpu_options()), ScheduleError);
+  CHECK_THROWS_WITH(lower(replay(dag, global), "k", gpu_options()), Catch::Contains("computed inside a GPU kernel"));
 }

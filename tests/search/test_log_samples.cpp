@@ -6,6 +6,7 @@
 
 #include "schedule/ops/op_library.h"
 #include "search/default_schedule.h"
+#include "search/gpu_schedule.h"
 #include "search/log_samples.h"
 #include "search/random_schedule.h"
 
@@ -52,13 +53,14 @@ TEST_CASE("log samples: trials of the target kind, failures as latency 0, bad re
   const std::string a1 = trace_to_json(random_schedule(a, 1, cpu));
   const std::string a2 = trace_to_json(random_schedule(a, 2, cpu));
   const std::string b0 = trace_to_json(default_schedule(b, cpu));
+  const std::string b0_gpu = trace_to_json(default_gpu_schedule(b, GpuTargetSpec{}));
   {
     TuningLog log = TuningLog::open(scratch.path, TuningLog::Mode::ReadWrite);
     log.append({record(a, "llvm", a0, 2e-3), record(a, "llvm", a1, 1e-3),
                 record(a, "llvm", a2, 0, ErrorCode::WrongAnswer),
                 record(a, "llvm", a1, 1.1e-3, ErrorCode::Ok, RecordPurpose::Retime),  // not a sample
                 record(a, "llvm", R"({"version": 1, "steps": [{"kind": "no_such_step"}]})", 3e-3),
-                record(b, "llvm", b0, 5e-4), record(b, "cuda", b0, 4e-4)});
+                record(b, "llvm", b0, 5e-4), record(b, "cuda", b0_gpu, 4e-4)});
   }
   const TuningLog log = TuningLog::open(scratch.path, TuningLog::Mode::ReadOnly);
 

@@ -21,6 +21,10 @@ class Verifier {
     switch (s->op) {
       case StmtOp::For:
         if (s->for_kind == ForKind::Vectorized) fail("a vectorized loop survived vectorization: " + s->var);
+        if (s->for_kind == ForKind::Parallel && target_ == LowerTarget::Gpu)
+          throw ScheduleError(-1, "annotate(" + s->var + ", parallel)",
+                              "loop " + s->var + " is parallel, which the GPU target does not have (bind it to a " +
+                                  "thread, or make it serial)");
         if (s->for_kind == ForKind::ThreadBound && target_ == LowerTarget::Cpu)
           throw ScheduleError(-1, "annotate(" + s->var + ", " + s->thread_tag + ")",
                               "loop " + s->var + " is bound to " + s->thread_tag +

@@ -212,3 +212,12 @@ TEST_CASE("a fragment left untensorized, or a stage left in global memory inside
   CHECK_THROWS_AS(lower(replay(dag, global), "k", gpu_options()), ScheduleError);
   CHECK_THROWS_WITH(lower(replay(dag, global), "k", gpu_options()), Catch::Contains("computed inside a GPU kernel"));
 }
+
+TEST_CASE("a CPU schedule's parallel loop lowered for the GPU is a bad schedule, not an internal error",
+          "[cuda][tensor_core]") {
+  ComputeDAG dag = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  State s(dag);
+  apply_step(s, annotate_step("C", "i", Annotation::Parallel));
+  CHECK_THROWS_AS(lower(s, "k", gpu_options()), ScheduleError);
+  CHECK_THROWS_WITH(lower(s, "k", gpu_options()), Catch::Contains("the GPU target does not have"));
+}

@@ -121,6 +121,9 @@ CudaProgram CudaPrinter::print() {
 // kernels inside one allocation list it each).
 void CudaPrinter::add_scratch(const StmtNode* a) {
   if (!scratch_seen_.insert(a).second) return;
+  // Loop partitioning can copy a nest with its allocation: the copies are one buffer.
+  for (const BufferParam& p : program_.scratch)
+    if (p.name == a->buffer && p.dtype == a->dtype && p.shape == a->extents) return;
   BufferParam scratch;
   scratch.name = a->buffer;
   scratch.dtype = a->dtype;

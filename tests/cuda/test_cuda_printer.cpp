@@ -144,6 +144,20 @@ TEST_CASE("two kernels share a scratch buffer", "[cuda][printer]") {
   compile_or_skip(p);
 }
 
+TEST_CASE("two copies of one scratch allocation (a partitioned loop's) are one buffer", "[cuda][printer]") {
+  // Found by mutating traces: the second copy was 'defined twice', an internal error.
+  LoweredFunc f = two_kernels();
+  f.body = make_seq({f.body, f.body});
+  CudaProgram p = emit_cuda(f);
+  REQUIRE(p.launches.size() == 4);
+  REQUIRE(p.scratch.size() == 1);
+  CHECK(p.scratch[0].name == "T");
+  LoweredFunc g = two_kernels();
+  g.body = make_seq({g.body, two_kernels(1024).body});  // the same name with another shape stays an error
+  CHECK_THROWS_AS(emit_cuda(g), CompileError);
+  compile_or_skip(p);
+}
+
 TEST_CASE("literals are exact and names become identifiers", "[cuda][printer]") {
   Expr i = var("i.inner");
   Expr value = make_float(0.1) + make_float(INFINITY) + make_float(-INFINITY) + make_float(NAN) + make_float(-2.5) +

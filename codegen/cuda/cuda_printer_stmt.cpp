@@ -310,10 +310,7 @@ DType CudaPrinter::buffer_dtype(const std::string& name) const {
 // float2 / float4 when `index` is a contiguous Ramp whose start is a multiple of the lane count.
 bool CudaPrinter::wide_access(const std::string& buffer, const Expr& index) const {
   int lanes = index->type.lanes;
-  if ((lanes != 2 && lanes != 4) || index->op != ExprOp::Ramp || !is_int_value(index->args[1], 1) ||
-      buffer_dtype(buffer) != DType::Float32)
-    return false;
-  return is_multiple_of(index->args[0], lanes);
+  return (lanes == 2 || lanes == 4) && buffer_dtype(buffer) == DType::Float32 && is_aligned_ramp(index);
 }
 
 // Wide loads are read once into a temporary before the statement; lanes then name its fields.
@@ -356,10 +353,7 @@ void CudaPrinter::emit_store(const Stmt& s) {
   // tensor cores): one 4-, 8- or 16-byte access each side.
   if (Type{dtype, 1}.is_half() && (lanes == 2 || lanes == 4 || lanes == 8) && value->op == ExprOp::Load &&
       buffer_dtype(value->name) == dtype) {
-    auto aligned_ramp = [&](const Expr& i) {
-      return i->op == ExprOp::Ramp && is_int_value(i->args[1], 1) && is_multiple_of(i->args[0], lanes);
-    };
-    if (aligned_ramp(index) && aligned_ramp(value->args[0])) {
+    if (is_aligned_ramp(index) && is_aligned_ramp(value->args[0])) {
       const char* word = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";
       line("*reinterpret_cast<" + std::string(word) + "*>(&" + buf + "[" + strip_parens(expr(index->args[0], 0)) +
            "]) = *reinterpret_cast<const " + word + "*>(&" + names_.id(value->name) + "[" +

@@ -111,6 +111,11 @@ LinearForm linearize(const Expr& e) {
   return f;
 }
 
+bool is_aligned_ramp(const Expr& index) {
+  return index->op == ExprOp::Ramp && is_int_value(index->args[1], 1) &&
+         is_multiple_of(index->args[0], index->type.lanes);
+}
+
 bool is_multiple_of(const Expr& e, int64_t n) {
   if (n == 1) return true;
   if (n <= 0) return false;

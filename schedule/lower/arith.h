@@ -34,6 +34,10 @@ Expr to_expr(const LinearForm& f);
 // "not proven".
 bool is_multiple_of(const Expr& e, int64_t n);
 
+// Whether a vector index is a unit-stride Ramp whose start is provably a multiple of its lane
+// count: the lanes fill one aligned run of memory (a float4, a 16-byte copy).
+bool is_aligned_ramp(const Expr& index);
+
 // Inclusive integer bounds; nullopt = unbounded on that side.
 struct Interval {
   std::optional<int64_t> lo, hi;

@@ -67,10 +67,7 @@ Stmt async_fills(const Stmt& s, const std::map<std::string, DType>& tiles, const
     const int lanes = v->type.lanes;
     const int64_t bytes = lanes * dtype_bytes(v->type.dtype);
     if (bytes != 4 && bytes != 8 && bytes != 16) return nullptr;
-    auto aligned = [&](const Expr& i) {
-      if (lanes == 1) return true;
-      return i->op == ExprOp::Ramp && is_int_value(i->args[1], 1) && is_multiple_of(i->args[0], lanes);
-    };
+    auto aligned = [&](const Expr& i) { return lanes == 1 || is_aligned_ramp(i); };
     if (!aligned(n->indices[0]) || !aligned(v->args[0])) return nullptr;
     StmtNode m = *n;
     m.async_copy = true;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -109,6 +110,16 @@ LinearForm linearize(const Expr& e) {
   }
   f.add(e, 1);
   return f;
+}
+
+std::vector<Expr> reads_of(const Expr& e, const std::string& tensor) {
+  std::vector<Expr> out;
+  std::function<void(const Expr&)> walk = [&](const Expr& n) {
+    if (n->op == ExprOp::TensorRead && n->name == tensor) out.push_back(n);
+    for (const Expr& a : n->args) walk(a);
+  };
+  walk(e);
+  return out;
 }
 
 bool is_aligned_ramp(const Expr& index) {

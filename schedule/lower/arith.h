@@ -38,6 +38,9 @@ bool is_multiple_of(const Expr& e, int64_t n);
 // count: the lanes fill one aligned run of memory (a float4, a 16-byte copy).
 bool is_aligned_ramp(const Expr& index);
 
+// Every TensorRead of `tensor` in `e`, in order.
+std::vector<Expr> reads_of(const Expr& e, const std::string& tensor);
+
 // Inclusive integer bounds; nullopt = unbounded on that side.
 struct Interval {
   std::optional<int64_t> lo, hi;

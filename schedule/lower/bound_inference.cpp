@@ -167,10 +167,6 @@ void mark_padded(const State& state, StageInfoMap& infos) {
   }
 }
 
-void collect_reads(const Expr& e, const std::string& tensor, std::vector<Expr>& out) {
-  if (e->op == ExprOp::TensorRead && e->name == tensor) out.push_back(e);
-  for (const Expr& a : e->args) collect_reads(a, tensor, out);
-}
 
 }  // namespace
 
@@ -222,8 +218,7 @@ StageInfoMap infer_bounds(const State& state, const std::map<std::string, Expr>&
       }
     }
     for (const auto& [name, info] : infos) {
-      std::vector<Expr> reads;
-      collect_reads(info.body, op.name, reads);
+      std::vector<Expr> reads = reads_of(info.body, op.name);
       if (reads.empty()) continue;
       std::map<std::string, Range> axes;
       if (name == c.stage.name) {

@@ -339,8 +339,7 @@ class NestBuilder {
     std::optional<bool> found;
     int readers = 0;
     for (const auto& [name, info] : infos_) {
-      std::vector<Expr> reads;
-      collect(info.body, tensor, reads);
+      std::vector<Expr> reads = reads_of(info.body, tensor);
       if (reads.empty()) continue;
       ++readers;
       const Operation& op = state_.op(name);
@@ -352,11 +351,6 @@ class NestBuilder {
       found = last;
     }
     return readers == 1 ? found : std::nullopt;
-  }
-
-  static void collect(const Expr& e, const std::string& tensor, std::vector<Expr>& out) {
-    if (e->op == ExprOp::TensorRead && e->name == tensor) out.push_back(e);
-    for (const Expr& a : e->args) collect(a, tensor, out);
   }
 
   // A reduction with a loop bound to threadIdx.x: each thread folds its share (the other reduction

@@ -82,10 +82,15 @@ class Tuner {
       }
       keeper.keep(*held);
       TuningTask& task = *tasks_[held->task];
-      try {
-        round(scheduler, held->task, trials_left(task));
-      } catch (const LeaseLost& e) {
-        session_.note(e.what());
+      // The task's last holder may have stored a round between this worker's look at the log and
+      // its lease: take that in first, or this round could measure the same schedules again.
+      take_in_others(scheduler);
+      if (!task.status.done && !scheduler.finished(held->task) && trials_left_shared() > 0) {
+        try {
+          round(scheduler, held->task, trials_left(task));
+        } catch (const LeaseLost& e) {
+          session_.note(e.what());
+        }
       }
       keeper.drop();
       queue.release(*held, task.status.done);

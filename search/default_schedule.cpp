@@ -178,7 +178,10 @@ class DefaultScheduler {
     if (rows.size() > 1 && apply(fuse_step(out.name, rows))) par = state().stage(out.name).leaf_names()[0];
     apply(annotate_step(out.name, par, Annotation::Parallel));
     apply(annotate_step(out.name, block, Annotation::Vectorize));
-    if (!apply(compute_at_step(compute, out.name, rows.back() == row ? par : tile_loop))) return;
+    if (!apply(compute_at_step(compute, out.name, rows.back() == row ? par : tile_loop))) {
+      for (const std::string& pad : pads) schedule_padding(pad);
+      return;
+    }
     // The computed stage per tile: [outer spatial..., window..., row (unrolled), block (vector)].
     const Stage& cs = state().stage(compute);
     std::vector<std::string> spatial, reduce;

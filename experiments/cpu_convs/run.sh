@@ -9,9 +9,10 @@
 #
 # SHAPE is one of the names below (default: all). LAYOUT is tessel's layout: nchw, nchw8c or
 # nchw16c (channels in blocks; input, weights and output laid out ahead, outside the timing),
-# nchw-to-nchw16c (the input as NCHW, weights and output in blocks), or auto: as a model's layout
-# pass chooses (frontend/channel_blocks.h): blocks of 16 where they divide F, else nchw, with the
-# input left NCHW when its channels fill no block of 8 (an image's 3). Needs build/tools/tessel and
+# nchw-to-nchw16c (the input as NCHW, weights and output in blocks), nchw8c-to-nchw16c (the input
+# in blocks of 8), or auto: as a model's layout pass chooses (frontend/channel_blocks.h): the
+# output's channels in blocks of 16 where they divide F, else of 8, else nchw; the input's likewise
+# by C (left NCHW when its channels fill no block of 8, an image's 3). Needs build/tools/tessel and
 # Debian's python3-torch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -103,13 +104,12 @@ for name in "${ORDER[@]}"; do
   [ -n "$spec" ] || { echo "error: unknown shape '$name'" >&2; exit 2; }
   read -r n c h w f kh kw s p g <<< "$spec"
   layout=$LAYOUT
-  if [ "$LAYOUT" = auto ]; then  # blocks of 16 where they divide F (and C), else of 8, as in a model
-    layout=nchw
-    for b in 16 8; do
-      [ $((f % b)) = 0 ] || continue
-      if [ $((c % b)) = 0 ]; then layout=nchw${b}c; break; fi
-      if [ "$g" = 1 ] && [ $((c % 8)) != 0 ]; then layout=nchw-to-nchw${b}c; break; fi
-    done
+  if [ "$LAYOUT" = auto ]; then  # as a model's layout pass: each side in blocks of 16, else 8, else NCHW
+    block() { if [ $(($1 % 16)) = 0 ]; then echo nchw16c; elif [ $(($1 % 8)) = 0 ]; then echo nchw8c; else echo nchw; fi; }
+    out=$(block "$f"); in=$(block "$c")
+    [ "$g" = 1 ] || in=$out  # depthwise: the input in the output's blocks
+    layout=$out
+    [ "$out" = nchw ] || [ "$in" = "$out" ] || layout=$in-to-$out
   fi
   params=(--param N=$n --param C=$c --param H=$h --param W=$w --param F=$f --param KH=$kh --param KW=$kw
           --param stride=$s --param pad=$p --param groups=$g --param dilation=1 --param bias=0 --param act=none

@@ -2,7 +2,8 @@
 // (input channel of the group, kernel row, kernel column), and an optional bias / activation stage;
 // or the same with channels in blocks (layout=nchw8c / nchw16c), or reading an NCHW input into an
 // output in blocks (layout=nchw-to-nchw8c / nchw-to-nchw16c: a model's first convolution, whose few
-// input channels would fill a block mostly with padding). dtype=float16 / bfloat16 reads 16-bit
+// input channels would fill a block mostly with padding), or an input in the other block size than
+// the output's (nchw8c-to-nchw16c / nchw16c-to-nchw8c: 24 channels into 144 in a model's layout). dtype=float16 / bfloat16 reads 16-bit
 // inputs and weights as float32, accumulates in float32 and stores a 16-bit output.
 #include <optional>
 
@@ -18,8 +19,8 @@ Expr scaled(const Expr& a, int64_t k) { return k == 1 ? a : a * make_int(k); }
 
 struct BlockedConv {
   int64_t n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block;
+  int64_t in_block;  // the input's block: `block`, the other size, or 0 for X[N, C, H, W] as it comes
   bool depthwise;    // groups = C = F: W[C/b, KH, KW, b], each channel its own window
-  bool plain_input;  // X[N, C, H, W] as it comes, only the weights and the output in blocks
 };
 
 int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
@@ -42,12 +43,13 @@ std::string conv_stage_name(bool epilogue, DType dt) {
 // depthwise convolution keeps each channel in its lane: W[C/b, KH, KW, b], and the input read at
 // the output's own block and lane, so a vector of lanes loads contiguously from input and weights.
 ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& act, DType dt) {
-  const int64_t cb = blocks(s.c, s.block), fb = blocks(s.f, s.block);
+  const bool plain_input = s.in_block == 0;
+  const int64_t cb = plain_input ? 0 : blocks(s.c, s.in_block), fb = blocks(s.f, s.block);
   std::vector<Operation> ops;
-  if (s.plain_input)
+  if (plain_input)
     ops.push_back(placeholder("X", {s.n, s.c, s.h, s.w}, dt));
   else
-    ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.block}, dt));
+    ops.push_back(placeholder("X", {s.n, cb, s.h, s.w, s.in_block}, dt));
   if (s.depthwise)
     ops.push_back(placeholder("W", {fb, s.kh, s.kw, s.block}, dt));
   else
@@ -55,17 +57,17 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
   if (bias) ops.push_back(placeholder("b", {fb, s.block}, dt));
   std::string source = "X";
   if (s.pad > 0) {
-    Axis pn{"pn", s.n}, pc{"pc", s.plain_input ? s.c : cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad},
-        pl{"pl", s.block};
+    Axis pn{"pn", s.n}, pc{"pc", plain_input ? s.c : cb}, ph{"ph", s.h + 2 * s.pad}, pw{"pw", s.w + 2 * s.pad};
     Expr y = var(ph), x = var(pw), lo = make_int(s.pad);
     Expr inside =
         logical_and(logical_and(y >= lo, y < make_int(s.h + s.pad)), logical_and(x >= lo, x < make_int(s.w + s.pad)));
     Expr yy = min(max(y - s.pad, make_int(0)), make_int(s.h - 1));
     Expr xx = min(max(x - s.pad, make_int(0)), make_int(s.w - 1));
-    if (s.plain_input) {
+    if (plain_input) {
       Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx}, Type{dt, 1});
       ops.push_back(compute("pad", {pn, pc, ph, pw}, make_select(inside, value, zero_of(dt))));
     } else {
+      Axis pl{"pl", s.in_block};
       Expr value = make_tensor_read("X", {var(pn), var(pc), yy, xx, var(pl)}, Type{dt, 1});
       ops.push_back(compute("pad", {pn, pc, ph, pw, pl}, make_select(inside, value, zero_of(dt))));
     }
@@ -74,7 +76,7 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
   const bool epilogue = bias || act != "none";
   Axis an{"n", s.n}, afo{"fo", fb}, ay{"oh", s.oh}, ax{"ow", s.ow}, afi{"fi", s.block};
   Axis rc{"rc", s.c}, rh{"rh", s.kh}, rw{"rw", s.kw};
-  const Expr b = make_int(s.block);
+  const Expr lanes_in = make_int(std::max<int64_t>(s.in_block, 1));
   Expr iy = scaled(var(ay), s.stride) + scaled(var(rh), s.dilation);
   Expr ix = scaled(var(ax), s.stride) + scaled(var(rw), s.dilation);
   const std::string conv_name = conv_stage_name(epilogue, dt);
@@ -82,8 +84,8 @@ ComputeDAG blocked_conv2d(const BlockedConv& s, bool bias, const std::string& ac
     Expr term = read_float(source, {var(an), var(afo), iy, ix, var(afi)}, dt) * read_float("W", {afo, rh, rw, afi}, dt);
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rh, rw}, term));
   } else {
-    Expr input = s.plain_input ? read_float(source, {var(an), var(rc), iy, ix}, dt)
-                               : read_float(source, {var(an), var(rc) / b, iy, ix, var(rc) % b}, dt);
+    Expr input = plain_input ? read_float(source, {var(an), var(rc), iy, ix}, dt)
+                             : read_float(source, {var(an), var(rc) / lanes_in, iy, ix, var(rc) % lanes_in}, dt);
     Expr term = input * read_float("W", {afo, rc, rh, rw, afi}, dt);
     ops.push_back(reduce(conv_name, {an, afo, ay, ax, afi}, ReduceKind::Sum, {rc, rh, rw}, term));
   }
@@ -144,14 +146,18 @@ ComputeDAG build_conv2d(const ParamReader& p) {
   const std::string& layout = p.choice("layout");
   if (layout != "nchw") {
     const bool depthwise = groups == c && groups == f;
-    const bool plain_input = layout.rfind("nchw-to-", 0) == 0;
-    if (groups != 1 && (!depthwise || plain_input))
+    // "OUT" (the input in the output's blocks) or "IN-to-OUT", each nchw (input only), nchw8c or nchw16c.
+    const size_t to = layout.find("-to-");
+    auto block_of = [](const std::string& l) -> int64_t { return l == "nchw16c" ? 16 : l == "nchw8c" ? 8 : 0; };
+    const int64_t block = block_of(to == std::string::npos ? layout : layout.substr(to + 4));
+    const int64_t in_block = to == std::string::npos ? block : block_of(layout.substr(0, to));
+    if (groups != 1 && (!depthwise || in_block != block))
       p.fail("layout",
-             std::string(plain_input ? "an NCHW input into blocks takes groups=1"
-                                     : "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F)") +
+             std::string(in_block == 0       ? "an NCHW input into blocks takes groups=1"
+                         : in_block != block ? "an input in other blocks than the output's takes groups=1"
+                                             : "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F)") +
                  "; other grouped convolutions stay NCHW");
-    const int64_t block = layout.size() >= 5 && layout.compare(layout.size() - 3, 3, "16c") == 0 ? 16 : 8;
-    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block, depthwise, plain_input}, bias,
+    return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block, in_block, depthwise}, bias,
                           act, dt);
   }
 

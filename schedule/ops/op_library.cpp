@@ -61,10 +61,11 @@ const std::vector<Entry>& entries() {
                    OpParam{"layout",
                            ParamKind::Choice,
                            "nchw",
-                           {"nchw", "nchw8c", "nchw16c", "nchw-to-nchw8c", "nchw-to-nchw16c"},
+                           {"nchw", "nchw8c", "nchw16c", "nchw-to-nchw8c", "nchw-to-nchw16c", "nchw8c-to-nchw16c",
+                            "nchw16c-to-nchw8c"},
                            "nchw, or channels in blocks of 8 / 16: X[N,C/b,H,W,b], W[F/b,C,KH,KW,b], "
                            "Y[N,F/b,H',W',b] (groups=1; depthwise: W[C/b,KH,KW,b]); nchw-to-*: X stays "
-                           "X[N,C,H,W] (groups=1)"},
+                           "X[N,C,H,W]; nchw8c-to-nchw16c / nchw16c-to-nchw8c: X in the other blocks (groups=1)"},
                    ops_detail::dtype_param()}},
                  ops_detail::build_conv2d});
     e.push_back({{"softmax", "Y[r,c] = exp(X[r,c] - max_c X[r,:]) / sum_c exp(...)",

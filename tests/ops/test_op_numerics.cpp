@@ -194,11 +194,13 @@ TEST_CASE("conv2d matches a naive convolution with padding stride dilation and g
 TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every real channel", "[ops][numerics]") {
   // The NCHW op's random inputs, laid out in blocks: X[n, c / b, y, x, c % b], W[f / b, c, ky, kx,
   // f % b], b[f / b, f % b]. Lanes past C and F hold garbage (NaN): no real output may read them.
-  // With an NCHW input (layout nchw-to-*), X is the NCHW op's own.
+  // With an NCHW input (layout nchw-to-*), X is the NCHW op's own; with the input in the other
+  // block size (nchw8c-to-nchw16c, nchw16c-to-nchw8c), X[n, c / ib, y, x, c % ib].
   struct Case {
     int64_t c, f, stride, pad, dilation, block;
     bool depthwise;           // groups = C = F: W[C/b, KH, KW, b]
     bool plain_input = false;
+    int64_t input_block = 0;  // the input's block when it differs from the output's
   };
   for (const Case& k : std::vector<Case>{{3, 5, 1, 1, 1, 8, false},
                                          {11, 13, 2, 2, 2, 8, false},
@@ -208,7 +210,9 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
                                          {16, 16, 1, 1, 1, 16, true},
                                          {3, 20, 2, 3, 1, 16, false, true},
                                          {5, 13, 1, 1, 2, 8, false, true},
-                                         {3, 16, 2, 0, 1, 16, false, true}}) {
+                                         {3, 16, 2, 0, 1, 16, false, true},
+                                         {24, 20, 1, 1, 1, 16, false, false, 8},
+                                         {17, 13, 2, 1, 1, 8, false, false, 16}}) {
     const int64_t n = 2, h = 9, w = 7, kh = 3, kw = 3, b = k.block, cg = k.depthwise ? 1 : k.c;
     OpParams params{{"N", std::to_string(n)},          {"C", std::to_string(k.c)},
                     {"H", std::to_string(h)},          {"W", std::to_string(w)},
@@ -218,20 +222,24 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
                     {"bias", "1"},                     {"act", "relu"},
                     {"groups", k.depthwise ? std::to_string(k.c) : "1"}};
     INFO("C=" << k.c << " F=" << k.f << " stride=" << k.stride << " block=" << b << " depthwise=" << k.depthwise
-              << " NCHW input=" << k.plain_input);
+              << " NCHW input=" << k.plain_input << " input block=" << k.input_block);
     Run plain = run("conv2d", params);
-    params["layout"] = std::string(k.plain_input ? "nchw-to-" : "") + (b == 8 ? "nchw8c" : "nchw16c");
+    const int64_t ib = k.input_block ? k.input_block : b;
+    params["layout"] = std::string(k.plain_input    ? "nchw-to-"
+                                   : k.input_block ? (ib == 8 ? "nchw8c-to-" : "nchw16c-to-")
+                                                   : "") +
+                       (b == 8 ? "nchw8c" : "nchw16c");
     ComputeDAG blocked = build_op("conv2d", params);
-    const int64_t cb = (k.c + b - 1) / b, fb = (k.f + b - 1) / b;
+    const int64_t cb = (k.c + ib - 1) / ib, fb = (k.f + b - 1) / b;
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    HostTensors in{{"X", std::vector<float>(static_cast<size_t>(n * cb * h * w * b), nan)},
+    HostTensors in{{"X", std::vector<float>(static_cast<size_t>(n * cb * h * w * ib), nan)},
                    {"W", std::vector<float>(static_cast<size_t>(fb * cg * kh * kw * b), nan)},
                    {"b", std::vector<float>(static_cast<size_t>(fb * b), nan)}};
     const std::vector<float>&x = plain.in.at("X"), &wt = plain.in.at("W"), &bias = plain.in.at("b");
     for (int64_t i = 0; i < n; ++i)
       for (int64_t c = 0; c < k.c; ++c)
         for (int64_t y = 0; y < h * w; ++y)
-          in["X"][static_cast<size_t>((((i * cb + c / b) * h * w) + y) * b + c % b)] =
+          in["X"][static_cast<size_t>((((i * cb + c / ib) * h * w) + y) * ib + c % ib)] =
               x[static_cast<size_t>((i * k.c + c) * h * w + y)];
     if (k.plain_input) in["X"] = x;
     for (int64_t f = 0; f < k.f; ++f) {
@@ -259,6 +267,9 @@ TEST_CASE("conv2d in blocked channels computes the NCHW convolution on every rea
   CHECK_THROWS_WITH(build_op("conv2d", {{"N", "1"}, {"C", "4"}, {"H", "5"}, {"W", "5"}, {"F", "4"}, {"KH", "3"},
                                         {"KW", "3"}, {"groups", "4"}, {"layout", "nchw-to-nchw8c"}}),
                     Catch::Contains("an NCHW input into blocks takes groups=1"));
+  CHECK_THROWS_WITH(build_op("conv2d", {{"N", "1"}, {"C", "16"}, {"H", "5"}, {"W", "5"}, {"F", "16"}, {"KH", "3"},
+                                        {"KW", "3"}, {"groups", "16"}, {"layout", "nchw8c-to-nchw16c"}}),
+                    Catch::Contains("an input in other blocks than the output's takes groups=1"));
 }
 
 TEST_CASE("softmax matches a stable row softmax", "[ops][numerics]") {

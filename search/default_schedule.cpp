@@ -88,8 +88,7 @@ class DefaultScheduler {
     std::vector<std::string> loops = state().stage(name).leaf_names();
     const std::string col = loops.back();
     // Channels in blocks ([..., row, column, block]): a block is a vector, the row's columns a loop.
-    const int64_t block = extent_of(name, col);
-    if (loops.size() >= 3 && (block == lanes_ || block * 2 == lanes_)) {
+    if (loops.size() >= 3 && is_channel_block(extent_of(name, col))) {
       apply(annotate_step(name, col, Annotation::Vectorize));
       parallel_rows(name, {loops.begin(), loops.end() - 2});
       return;
@@ -117,6 +116,10 @@ class DefaultScheduler {
     }
   }
 
+  // A last axis this long is a block of channels (NCHWc): one vector, or half of one (blocks of 8
+  // with 16 lanes).
+  bool is_channel_block(int64_t extent) const { return extent == lanes_ || extent * 2 == lanes_; }
+
   // A reduction over a small window whose output's last axis is a block of channels (one vector, or
   // half of one) and whose row (the axis before it) is at least two long: [..., row, block].
   const Operation* blocked_window() const {
@@ -129,7 +132,7 @@ class DefaultScheduler {
     if (!found || found->axes.size() < 3 || found->reduce_axes.size() != 2) return nullptr;
     const int64_t block = found->axes.back().extent, row = found->axes[found->axes.size() - 2].extent;
     const int64_t window = found->reduce_axes[0].extent * found->reduce_axes[1].extent;
-    if ((block != lanes_ && block * 2 != lanes_) || row < 2 || window > kMaxWindow) return nullptr;
+    if (!is_channel_block(block) || row < 2 || window > kMaxWindow) return nullptr;
     // The block is the reads' innermost dimension, which the window does not move along (in NCHW a
     // row 16 long would pass the test above, its columns read at ow + rw).
     for (const Expr& read : tensor_reads(found->body)) {

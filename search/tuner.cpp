@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "schedule/te/error.h"
@@ -84,7 +85,7 @@ class Tuner {
       TuningTask& task = *tasks_[held->task];
       // The task's last holder may have stored a round between this worker's look at the log and
       // its lease: take that in first, or this round could measure the same schedules again.
-      take_in_others(scheduler);
+      take_in_others(scheduler, held->task);
       if (!task.status.done && !scheduler.finished(held->task) && trials_left_shared() > 0) {
         try {
           round(scheduler, held->task, trials_left(task));
@@ -128,11 +129,13 @@ class Tuner {
     return q;
   }
 
-  // Takes in what other workers stored since this one last looked: their trials count, rank
-  // schedules and teach the search and the cost model, as the log's records did at the start.
-  void take_in_others(TaskScheduler& scheduler) {
+  // Takes in what other workers stored since this one last looked (at every task, or at `only`):
+  // their trials count, rank schedules and teach the search and the cost model, as the log's records
+  // did at the start.
+  void take_in_others(TaskScheduler& scheduler, std::optional<size_t> only = std::nullopt) {
     std::vector<TrainingSample> fresh;
     for (size_t i = 0; i < tasks_.size(); ++i) {
+      if (only && i != *only) continue;
       TuningTask& task = *tasks_[i];
       const int64_t trials_before = task.status.trials;
       TuningTask::LoggedTrials logged;

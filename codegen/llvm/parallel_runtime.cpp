@@ -1,18 +1,23 @@
 // A persistent thread pool for tessel_parallel_for.
 //
-// One job at a time: the caller publishes (n, body, closure) and bumps a generation counter; each of
-// the T-1 workers runs its static contiguous chunk [k*n/T, (k+1)*n/T) and the caller runs chunk 0.
-// Workers spin briefly on the generation (kernels of ~10 us are launched back to back) before they
-// sleep on a condition variable. Calls made from inside a parallel body run serially.
+// One job at a time: the caller publishes (n, body, closure) and bumps a generation counter; worker k
+// of T-1 runs its static contiguous chunk [k*n/T, (k+1)*n/T) and the caller runs chunk 0. A model
+// launches its kernels back to back, tens of microseconds apart, so the hot path takes no lock and
+// makes no system call: workers spin on the generation (pausing, then yielding the core) for a while
+// after their last job before they sleep on it (a futex, through std::atomic's wait), and a notify
+// with no sleeper is a load. No mutex is taken on the way: a condition variable's woken threads take
+// its mutex one after another, and on a virtual machine's idle cores each such hand-over is a
+// wake-up (16 threads took over a millisecond to start after a pause). Calls made from inside a
+// parallel body run serially.
 #include "codegen/llvm/parallel_runtime.h"
 
 #include <pthread.h>
 #include <sched.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -27,19 +32,31 @@ namespace tessel {
 namespace {
 
 using Body = void (*)(int64_t, void*);
+using Clock = std::chrono::steady_clock;
 
 thread_local bool t_inside_parallel = false;
 
-constexpr int kSpinIterations = 2000;  // roughly 50 us before a waiting thread sleeps
-constexpr int kPauseIterations = 100;  // the first spins pause; later ones yield the core, which
-                                       // matters when the machine is oversubscribed
+// How long an idle thread spins before it sleeps: longer than the gap between two kernels of a
+// model, short enough that the pool gives its cores back soon after a run.
+constexpr auto kSpinTime = std::chrono::microseconds(2000);
+constexpr int kPauseIterations = 64;  // the first spins pause; later ones yield the core, which
+                                      // matters when the machine is oversubscribed
 
-// One step of a spin wait.
-inline void spin_wait_step(int spin) {
-  if (spin < kPauseIterations)
-    TESSEL_CPU_RELAX();
-  else
+// Spins until ready() holds or kSpinTime has passed; returns ready().
+template <typename Ready>
+bool spin_until(Ready ready) {
+  Clock::time_point deadline{};
+  for (int spin = 0;; ++spin) {
+    if (ready()) return true;
+    if (spin < kPauseIterations) {
+      TESSEL_CPU_RELAX();
+      continue;
+    }
+    Clock::time_point now = Clock::now();
+    if (spin == kPauseIterations) deadline = now + kSpinTime;
+    else if (now >= deadline) return ready();
     std::this_thread::yield();
+  }
 }
 
 // The CPUs this process may run on, in order.
@@ -65,6 +82,9 @@ bool pin_current_thread(const std::vector<int>& cpus, int k) {
 void run_range(Body body, void* closure, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) body(i, closure);
 }
+
+// Chunk k of n iterations over t threads.
+int64_t chunk_begin(int64_t n, int k, int t) { return n * k / t; }
 
 class ThreadPool {
  public:
@@ -99,24 +119,15 @@ class ThreadPool {
     body_ = body;
     closure_ = closure;
     remaining_.store(t - 1, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    generation_.notify_all();
 
     t_inside_parallel = true;
-    run_range(body, closure, 0, n / t);
+    run_range(body, closure, 0, chunk_begin(n, 1, t));
     t_inside_parallel = false;
 
-    for (int spin = 0; remaining_.load(std::memory_order_acquire) != 0; ++spin) {
-      if (spin < kSpinIterations) {
-        spin_wait_step(spin);
-      } else {
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return remaining_.load(std::memory_order_acquire) == 0; });
-      }
-    }
+    if (spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) return;
+    for (int left; (left = remaining_.load(std::memory_order_acquire)) != 0;) remaining_.wait(left);
   }
 
   static void run_serial(int64_t n, Body body, void* closure) {
@@ -129,60 +140,53 @@ class ThreadPool {
  private:
   void start(int threads) {
     threads_ = threads < 1 ? 1 : threads;
-    stopping_ = false;
+    stopping_.store(false, std::memory_order_relaxed);
     // Workers start from the current generation, so a job published before a worker first runs is
     // still seen as new.
-    uint64_t generation = generation_.load(std::memory_order_acquire);
+    uint32_t generation = generation_.load(std::memory_order_acquire);
     for (int k = 1; k < threads_; ++k) workers_.emplace_back([this, k, generation] { worker_loop(k, generation); });
   }
 
   void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
+    stopping_.store(true, std::memory_order_seq_cst);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    generation_.notify_all();
     for (std::thread& w : workers_) w.join();
     workers_.clear();
   }
 
-  void worker_loop(int k, uint64_t seen) {
+  // Waits for a generation other than `seen`: spins, then sleeps. Returns the new generation.
+  uint32_t wait_for_job(uint32_t seen) {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
+      generation_.wait(seen, std::memory_order_acquire);  // returns once the value differs
+    return generation_.load(std::memory_order_acquire);
+  }
+
+  void worker_loop(int k, uint32_t seen) {
     t_inside_parallel = true;
     if (!pinned_cpus_.empty()) pin_current_thread(pinned_cpus_, k);
     for (;;) {
-      for (int spin = 0; spin < kSpinIterations && generation_.load(std::memory_order_acquire) == seen; ++spin)
-        spin_wait_step(spin);
-      if (generation_.load(std::memory_order_acquire) == seen) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      }
-      seen = generation_.load(std::memory_order_acquire);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stopping_) return;
-      }
+      seen = wait_for_job(seen);
+      if (stopping_.load(std::memory_order_acquire)) return;
       int64_t n = n_;
       int t = threads_;
-      run_range(body_, closure_, n * k / t, n * (k + 1) / t);
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_one();
-      }
+      run_range(body_, closure_, chunk_begin(n, k, t), chunk_begin(n, k + 1, t));
+      // Every worker joins, even with an empty chunk: the caller may not publish the next job while
+      // a worker could still be reading this one.
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
     }
   }
 
   std::mutex job_mutex_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};
-  bool stopping_ = false;
+  // 32 bits: the width a futex waits on directly. It only has to differ from a worker's last value,
+  // and a worker sees every job (the caller waits for all of them), so it never wraps unseen.
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   int threads_ = 1;
   int64_t n_ = 0;
   Body body_ = nullptr;
   void* closure_ = nullptr;
+  alignas(64) std::atomic<int> remaining_{0};
   std::vector<std::thread> workers_;
   std::vector<int> pinned_cpus_;  // empty: threads float
 };

@@ -2,6 +2,7 @@
 #include "codegen/llvm/parallel_runtime.h"
 
 #include <atomic>
+#include <chrono>
 #include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
@@ -58,6 +59,21 @@ TEST_CASE("parallel_for runs every iteration exactly once", "[codegen][runtime]"
       tessel_parallel_for(n, count_body, &counts);
       for (int i = 0; i < n; ++i) REQUIRE(counts.hits[i].load() == 1);
     }
+  }
+}
+
+TEST_CASE("parallel_for after the workers went to sleep wakes them and runs every iteration once",
+          "[codegen][runtime]") {
+  // Idle workers spin for about 2 ms, then wait on the job counter; every job after a longer pause
+  // finds them asleep. Alternating short and long pauses covers a worker going to sleep just as a
+  // job is posted.
+  ThreadCountGuard guard;
+  set_num_threads(3);
+  for (int round = 0; round < 12; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(round % 2 ? 2000 : 4000 + 150 * round));
+    Counts counts(50);
+    tessel_parallel_for(50, count_body, &counts);
+    for (int i = 0; i < 50; ++i) REQUIRE(counts.hits[i].load() == 1);
   }
 }
 

@@ -6,7 +6,8 @@
 //  - row reduction (softmax, layernorm, rmsnorm, reduce_sum, ...): rows run in parallel; each row's
 //    statistics are computed just before the row is normalized (compute_at the row loop), each
 //    reduction vectorized through rfactor into `lanes` partial sums; an input far larger than the
-//    caches is prefetched rows ahead while the row's arithmetic runs.
+//    caches is prefetched rows ahead while the row's arithmetic runs. A single row of dot products
+//    (a matrix-vector product) runs chunks of its columns in parallel instead.
 //  - window over channels in blocks (a depthwise convolution or a pool in NCHWc): rows in parallel,
 //    a register tile of adjacent outputs along the row, each a vector of the block's channels, with
 //    the window's loops outside it; the padded rows a task reads are computed in the task.
@@ -29,6 +30,7 @@ constexpr int64_t kTileCols = 64;
 constexpr int64_t kWindowTile = 8;     // outputs along a row per register tile of a blocked window
 constexpr int64_t kMaxWindow = 64;     // a window reduction's largest window (larger: a row reduction)
 constexpr int64_t kReduceChains = 4;  // independent accumulators in a vectorized reduction
+constexpr int64_t kColumnChunkVectors = 2;  // a matrix-vector product's parallel task: this many vectors
 constexpr int64_t kPrefetchMinBytes = int64_t(16) << 20;  // inputs this large stream from DRAM
 constexpr int64_t kPrefetchAheadBytes = 64 << 10;         // how far ahead they are fetched
 
@@ -221,6 +223,8 @@ class DefaultScheduler {
     bool out_is_reduction = out.reduce != ReduceKind::None;
     if (out_is_reduction) {
       schedule_reduction_output(out);
+    } else if (one_row_of_column_reductions(out)) {
+      schedule_column_chunks(out.name);
     } else {
       std::vector<std::string> loops = state().stage(out.name).leaf_names();
       if (loops.size() > 2) {  // rows of higher rank: fuse the row axes
@@ -249,6 +253,35 @@ class DefaultScheduler {
     }
     for (const Operation& op : dag_.ops())
       if (op.is_placeholder) prefetch_rows_ahead(b_, op, out.name, kPrefetchAheadBytes, kPrefetchMinBytes);
+  }
+
+  // One output row whose every reduction gives one value per column: a matrix-vector product (the
+  // classifier of a CNN at batch 1). Its rows have nothing to share out; its columns do.
+  bool one_row_of_column_reductions(const Operation& out) const {
+    if (out.axes.empty()) return false;
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < out.axes.size(); ++i) rows *= out.axes[i].extent;
+    const int64_t cols = out.axes.back().extent;
+    if (rows != 1 || cols < 2 * kColumnChunkVectors * lanes_) return false;
+    for (const Operation& op : dag_.ops()) {
+      if (op.reduce == ReduceKind::None) continue;
+      int64_t values = 1;
+      for (const Axis& a : op.axes) values *= a.extent;
+      if (values != cols) return false;
+    }
+    return true;
+  }
+
+  // [rows (of one) @ chunks (parallel), vectors of the chunk, lanes (vectorized)]; the producers,
+  // computed per chunk, reduce only that chunk's columns.
+  void schedule_column_chunks(const std::string& name) {
+    std::vector<std::string> loops = state().stage(name).leaf_names();
+    const std::string col = loops.back();
+    if (!apply(split_step(name, col, {kColumnChunkVectors, lanes_}))) return;
+    apply(annotate_step(name, col + ".2", Annotation::Vectorize));
+    std::vector<std::string> outer(loops.begin(), loops.end() - 1);
+    outer.push_back(col + ".0");
+    parallel_rows(name, outer);
   }
 
   static bool is_padding(const Operation& op) { return op.reduce == ReduceKind::None && op.body->op == ExprOp::Select; }

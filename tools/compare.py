@@ -45,6 +45,9 @@ def parse_args():
     p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
     p.add_argument("--threads", type=int, default=0,
                    help="llvm: threads for torch and onnxruntime (default: every core, which tessel's runtime uses)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time every system this many times in turn; the speed-up is the median of the rounds' "
+                        "ratios (a shared machine's slow spells then hit both sides of a ratio)")
     p.add_argument("--max-compile-s", type=float, default=0,
                    help="give up on a torch.compile mode whose first call takes longer (0: wait however long)")
     return p.parse_args()
@@ -194,8 +197,15 @@ def main():
     result["build_warnings"] = warnings
     m = tessel.load(tsl)
     ctx = m.context()
-    timer = time_gpu if args.target == "cuda" else time_cpu
+    base_timer = time_gpu if args.target == "cuda" else time_cpu
     skip = set(filter(None, args.skip.split(",")))
+    timed = {}  # name -> the call timed, for the later rounds
+
+    def timer(fn, min_time, name):
+        timed[name] = fn
+        s = base_timer(fn, min_time)
+        s["round_medians_s"] = [s["median_s"]]
+        return s
 
     if model is not None:
         with torch.no_grad():
@@ -207,10 +217,10 @@ def main():
             result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": 1e-3 * ref + 1e-5,
                                "ok": err <= 1e-3 * ref + 1e-5}
             progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
-            result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time)
+            result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time, "tessel")
             result["systems"]["tessel"]["memory"] = ctx.memory()
             done(args, result, "tessel")
-            result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time)
+            result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time, "torch_eager")
             peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
             done(args, result, "torch_eager")
             for name, kwargs in (("torch_compile", {}), ("max_autotune", {"mode": "max-autotune"})):
@@ -226,7 +236,7 @@ def main():
                     done(args, result, name)
                     continue
                 compile_s = time.perf_counter() - t0
-                result["systems"][name] = timer(lambda: compiled(x), args.min_time)
+                result["systems"][name] = timer(compiled_call(compiled, x), args.min_time, name)
                 result["systems"][name]["compile_s"] = compile_s
                 peak_memory(result["systems"][name], lambda: compiled(x), args.target)
                 done(args, result, name)
@@ -241,14 +251,30 @@ def main():
                     options.intra_op_num_threads = result["threads"]
                 session = ort.InferenceSession(onnx_path, sess_options=options, providers=providers)
                 feed = {session.get_inputs()[0].name: (x.cpu().numpy() if x is not None else None)}
-                result["systems"]["onnxruntime"] = time_cpu(lambda: session.run(None, feed), args.min_time)
+                result["systems"]["onnxruntime"] = timer(lambda: session.run(None, feed), args.min_time, "onnxruntime")
                 result["systems"]["onnxruntime"]["provider"] = providers[0]
                 done(args, result, "onnxruntime")
     except ImportError:
         pass
+    for r in range(1, args.rounds):
+        progress(f"round {r + 1} of {args.rounds}")
+        for name, fn in timed.items():
+            result["systems"][name]["round_medians_s"].append(base_timer(fn, args.min_time)["median_s"])
 
     write_reports(args, result)
     print_summary(args, result)
+
+
+def compiled_call(compiled, x):
+    return lambda: compiled(x)
+
+
+def speed_up(system, tessel):
+    """The system's time over tessel's: the median of the rounds' ratios when there were rounds."""
+    ours, theirs = tessel.get("round_medians_s", []), system.get("round_medians_s", [])
+    if len(ours) > 1 and len(ours) == len(theirs):
+        return float(np.median([t / o for t, o in zip(theirs, ours)]))
+    return system["median_s"] / tessel["median_s"]
 
 
 def progress(line):
@@ -280,10 +306,14 @@ def write_reports(args, result):
         if s.get("gave_up"):
             lines.append(f"| {name} | not timed: its compile was stopped | - | - | - | > {s['compile_s']:.0f} s |")
             continue
-        speed = f"{s['median_s'] / tessel_s:.2f}x" if tessel_s else "-"
+        speed = f"{speed_up(s, systems['tessel']):.2f}x" if tessel_s else "-"
         compile_s = f"{s['compile_s']:.1f} s" if "compile_s" in s else "-"
         lines.append(f"| {name} | {s['median_s'] * 1e6:.1f} us | {s['p10_s'] * 1e6:.1f} us | "
                      f"{s['p90_s'] * 1e6:.1f} us | {speed} | {compile_s} |")
+    rounds = len(systems.get("tessel", {}).get("round_medians_s", []))
+    if rounds > 1:
+        lines += ["", f"Timed in {rounds} rounds, every system in turn each round; median, p10 and p90 are of the "
+                      "first round's calls, the speed-up the median of the rounds' ratios."]
     if "check" in result:
         c = result["check"]
         lines += ["", f"tessel vs torch: max |error| {c['max_abs_error']:.3g} (bound {c['bound']:.3g}): "

@@ -122,6 +122,7 @@ struct RunModelArgs {
   std::string model;                 // the model file
   std::vector<std::string> inputs;   // [NAME=]FILE (.pb or .npy), by position when unnamed
   std::vector<std::string> outputs;  // [NAME=]FILE to write
+  int threads = 0;                   // llvm models: kernel threads (0: the runtime's default)
   bool bench = false;
   bool json = false;
 };

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/onnx_tensor.h"
+#include "codegen/llvm/parallel_runtime.h"
 #include "runtime/model.h"
 #include "schedule/te/error.h"
 #include "tools/commands.h"
@@ -62,6 +63,10 @@ size_t input_slot(const LoadedModel& model, const std::string& name, size_t posi
 
 int cmd_run_model(const RunModelArgs& args) {
   const LoadedModel model = LoadedModel::load(args.model);
+  if (args.threads > 0) {
+    if (model.target() != TargetKind::Llvm) throw InputError("--threads is for a model built for llvm");
+    set_num_threads(args.threads);
+  }
   ExecutionContext ctx(model);
   std::vector<TensorData> inputs(model.inputs().size());
   std::vector<bool> bound(model.inputs().size(), false);
@@ -75,6 +80,7 @@ int cmd_run_model(const RunModelArgs& args) {
   ctx.run();  // names every unbound input before any kernel runs
   nlohmann::json j = {
       {"model", args.model}, {"target", target_kind_name(model.target())}, {"outputs", nlohmann::json::array()}};
+  if (model.target() == TargetKind::Llvm) j["threads"] = num_threads();
   std::vector<TensorData> outputs;
   for (size_t i = 0; i < model.outputs().size(); ++i) {
     const ModelTensor& t = model.outputs()[i];
@@ -107,7 +113,9 @@ int cmd_run_model(const RunModelArgs& args) {
   if (args.bench)
     std::cout << "latency: median " << format_duration(j["latency_s"]["median"]) << " (p10 "
               << format_duration(j["latency_s"]["p10"]) << ", p90 " << format_duration(j["latency_s"]["p90"]) << ", "
-              << j["latency_s"]["runs"].get<size_t>() << " runs" << (ctx.replays_graph() ? ", each one CUDA graph" : "")
+              << j["latency_s"]["runs"].get<size_t>() << " runs"
+              << (ctx.replays_graph() ? ", each one CUDA graph" : "")
+              << (j.contains("threads") ? ", " + std::to_string(j["threads"].get<int>()) + " threads" : "")
               << ")\n";
   return 0;
 }

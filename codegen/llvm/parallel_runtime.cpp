@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,6 +31,9 @@
 
 namespace tessel {
 namespace {
+
+// More workers than this only adds scheduling overhead; it also bounds what a typo can spawn.
+constexpr int kMaxThreads = 1024;
 
 using Body = void (*)(int64_t, void*);
 using Clock = std::chrono::steady_clock;
@@ -191,7 +195,16 @@ class ThreadPool {
   std::vector<int> pinned_cpus_;  // empty: threads float
 };
 
+// TESSEL_NUM_THREADS when it is a whole number from 1 to kMaxThreads, else the CPUs this process may
+// run on (a container's or taskset's share, not the machine's count).
 int default_threads() {
+  if (const char* env = std::getenv("TESSEL_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return static_cast<int>(n);
+  }
+  size_t allowed = allowed_cpus().size();
+  if (allowed > 0) return static_cast<int>(allowed);
   unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? static_cast<int>(n) : 1;
 }
@@ -203,9 +216,6 @@ ThreadPool& pool() {
 }
 
 }  // namespace
-
-// More workers than this only adds scheduling overhead; it also bounds what a typo can spawn.
-constexpr int kMaxThreads = 1024;
 
 void set_num_threads(int n) { pool().resize(std::clamp(n, 1, kMaxThreads)); }
 int num_threads() { return pool().threads(); }

@@ -1,10 +1,12 @@
 // `tessel tasks` and `tessel tune MODEL.onnx` through the real binary, on small models from ONNX's
 // test data (Debian's libonnx-testdata): the task table, a tuning session sharing one budget that
-// resumes from the log, and bad models and options refused with exit 2 before anything is recorded.
+// resumes from the log, bad models and options refused with exit 2 before anything is recorded, and
+// `tessel run` of a built model on any number of threads.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -137,4 +139,43 @@ TEST_CASE("bad models and model options are refused with exit 2 and nothing reco
     CHECK_THAT(r.err, Catch::StartsWith("error:") && Catch::Contains(c.says));
   }
   CHECK_FALSE(std::filesystem::exists(db));
+}
+
+TEST_CASE("run MODEL.tsl runs on the threads --threads or TESSEL_NUM_THREADS asks for, with the same outputs",
+          "[cli][model]") {
+  const std::string model = test_model("pytorch-converted/test_Conv2d_depthwise_padded");
+  if (model.empty()) return;
+  TempDir dir;
+  const std::string built = dir.file("model.tsl");
+  RunResult build = tessel({"build", model, "--target", "llvm", "-o", built});
+  INFO(build.out << build.err);
+  REQUIRE(build.exit_code == 0);
+  const std::string input = std::filesystem::path(model).parent_path().string() + "/test_data_set_0/input_0.pb";
+  auto run = [&](const std::string& out, std::vector<std::string> extra, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> args = {"run", built, "--input", input, "--output", dir.file(out)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = tessel(args, env);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ifstream f(dir.file(out), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  auto threads_used = [&](std::vector<std::string> extra, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> args = {"run", built, "--input", input, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = tessel(args, env);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out).at("threads").get<int>();
+  };
+  CHECK(threads_used({"--threads", "1"}) == 1);
+  CHECK(threads_used({"--threads", "3"}) == 3);
+  CHECK(threads_used({}, {{"TESSEL_NUM_THREADS", "2"}}) == 2);
+  CHECK(threads_used({"--threads", "1"}, {{"TESSEL_NUM_THREADS", "2"}}) == 1);  // the option wins
+  CHECK(threads_used({}, {{"TESSEL_NUM_THREADS", "lots"}}) >= 1);               // not a count: the default
+  const std::string one = run("one.pb", {"--threads", "1"});
+  CHECK(!one.empty());
+  CHECK(run("two.pb", {"--threads", "2"}) == one);
+  CHECK(run("env.pb", {}, {{"TESSEL_NUM_THREADS", "3"}}) == one);
+  CHECK(tessel({"run", built, "--input", input, "--threads", "0"}).exit_code == 2);
 }

@@ -57,6 +57,9 @@ TesselDType c_dtype(DType d) {
       return TESSEL_INT64;
     case DType::Bool:
       return TESSEL_BOOL;
+    case DType::Float16:
+    case DType::BFloat16:
+      break;  // a model file's tensors are float32, int64 or bool: the reader refuses any other type
   }
   return TESSEL_FLOAT32;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -51,16 +52,29 @@ double median(std::vector<double> v) {
 // each build's median over rounds, and the median of the rounds' speed-ups.
 struct Comparison {
   double before_s = 0, after_s = 0, speedup = 0;
+  double slowest = 0, fastest = 0;  // the rounds' speed-ups: how far the machine's noise reaches
 };
+constexpr int kRounds = 5;
+
 Comparison compare_builds(Loaded& before, Loaded& after) {
-  constexpr int kRounds = 5;
   std::vector<double> b, a, ratio;
   for (int r = 0; r < kRounds; ++r) {
     b.push_back(bench_runs(before.ctx, 0.4).median_s);
     a.push_back(bench_runs(after.ctx, 0.4).median_s);
     ratio.push_back(b.back() / a.back());
   }
-  return {median(b), median(a), median(ratio)};
+  return {median(b), median(a), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+          *std::max_element(ratio.begin(), ratio.end())};
+}
+
+// What the speed-up says, in words: a change inside the rounds' spread is no change.
+std::string verdict(const Comparison& c) {
+  const double noise = std::max(0.03, (c.fastest - c.slowest) / 2);
+  if (c.speedup > 1 + noise) return "Tuning made the model faster.";
+  if (c.speedup < 1 - noise)
+    return "The tuned build ran slower here: each kernel was tuned alone, and what it gained alone did not carry "
+           "over to the whole model on this machine.";
+  return "About the same: the default schedules were already close to the best the search found in this time.";
 }
 
 std::string folder_for_demo() {
@@ -123,7 +137,9 @@ int cmd_demo(const DemoArgs& args) {
             << std::left << std::setw(34) << "after tuning" << std::right << std::setw(14)
             << format_duration(timed.after_s) << "\n"
             << std::left << std::setw(34) << "speed-up" << std::right << std::setw(13) << std::fixed
-            << std::setprecision(2) << timed.speedup << "x\n\n";
+            << std::setprecision(2) << timed.speedup << "x  (" << kRounds << " rounds: " << timed.slowest << "x to "
+            << timed.fastest << "x)\n"
+            << verdict(timed) << "\n\n";
   std::cout << "Both give the same answer: the 10 class probabilities differ by at most " << std::scientific
             << std::setprecision(1) << difference << ".\n";
   if (args.db.empty())

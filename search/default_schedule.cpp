@@ -223,9 +223,7 @@ class DefaultScheduler {
     bool out_is_reduction = out.reduce != ReduceKind::None;
     if (out_is_reduction) {
       schedule_reduction_output(out);
-    } else if (one_row_of_column_reductions(out)) {
-      schedule_column_chunks(out.name);
-    } else {
+    } else if (!(one_row_of_column_reductions(out) && schedule_column_chunks(out.name))) {
       std::vector<std::string> loops = state().stage(out.name).leaf_names();
       if (loops.size() > 2) {  // rows of higher rank: fuse the row axes
         std::vector<std::string> rows(loops.begin(), loops.end() - 1);
@@ -255,33 +253,52 @@ class DefaultScheduler {
       if (op.is_placeholder) prefetch_rows_ahead(b_, op, out.name, kPrefetchAheadBytes, kPrefetchMinBytes);
   }
 
-  // One output row whose every reduction gives one value per column: a matrix-vector product (the
-  // classifier of a CNN at batch 1). Its rows have nothing to share out; its columns do.
+  // One output row of dot products: a matrix-vector product (the classifier of a CNN at batch 1). Its
+  // rows have nothing to share out; its columns do. Only where working per chunk of columns repeats
+  // nothing: one reduction, with one value per column, read by the output at that column alone, and
+  // no expensive stage that would be computed whole for every chunk.
   bool one_row_of_column_reductions(const Operation& out) const {
-    if (out.axes.empty()) return false;
+    if (out.axes.empty() || out.reduce != ReduceKind::None) return false;
     int64_t rows = 1;
     for (size_t i = 0; i + 1 < out.axes.size(); ++i) rows *= out.axes[i].extent;
-    const int64_t cols = out.axes.back().extent;
-    if (rows != 1 || cols < 2 * kColumnChunkVectors * lanes_) return false;
+    const Axis& col = out.axes.back();
+    if (rows != 1 || col.extent < 2 * kColumnChunkVectors * lanes_) return false;
+    const Operation* reduction = nullptr;
     for (const Operation& op : dag_.ops()) {
-      if (op.reduce == ReduceKind::None) continue;
-      int64_t values = 1;
-      for (const Axis& a : op.axes) values *= a.extent;
-      if (values != cols) return false;
+      if (op.is_placeholder || op.name == out.name) continue;
+      if (op.reduce == ReduceKind::None) {
+        if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1) return false;
+        continue;
+      }
+      if (reduction || op.axes.size() != 1 || op.axes[0].extent != col.extent) return false;
+      reduction = &op;
     }
+    if (!reduction) return false;
+    const std::vector<std::string> readers = dag_.consumers(reduction->name);
+    return readers.size() == 1 && readers[0] == out.name && reads_only_at(out.body, reduction->name, col.name);
+  }
+
+  // Whether every read of `tensor` in e is at [var].
+  static bool reads_only_at(const Expr& e, const std::string& tensor, const std::string& var) {
+    if (e->op == ExprOp::TensorRead && e->name == tensor)
+      return e->args.size() == 1 && e->args[0]->op == ExprOp::Var && e->args[0]->name == var;
+    for (const Expr& a : e->args)
+      if (!reads_only_at(a, tensor, var)) return false;
     return true;
   }
 
   // [rows (of one) @ chunks (parallel), vectors of the chunk, lanes (vectorized)]; the producers,
-  // computed per chunk, reduce only that chunk's columns.
-  void schedule_column_chunks(const std::string& name) {
+  // computed per chunk, reduce only that chunk's columns. False (nothing applied) when the split is
+  // refused.
+  bool schedule_column_chunks(const std::string& name) {
     std::vector<std::string> loops = state().stage(name).leaf_names();
     const std::string col = loops.back();
-    if (!apply(split_step(name, col, {kColumnChunkVectors, lanes_}))) return;
+    if (!apply(split_step(name, col, {kColumnChunkVectors, lanes_}))) return false;
     apply(annotate_step(name, col + ".2", Annotation::Vectorize));
     std::vector<std::string> outer(loops.begin(), loops.end() - 1);
     outer.push_back(col + ".0");
     parallel_rows(name, outer);
+    return true;
   }
 
   static bool is_padding(const Operation& op) { return op.reduce == ReduceKind::None && op.body->op == ExprOp::Select; }

@@ -460,6 +460,20 @@ TEST_CASE("CPU default of a one-row matrix-vector product: chunks of columns in 
   CHECK(has_annotation(t, "j.2", Annotation::Vectorize));
   HostTensors inputs = make_random_inputs(dag, 5);
   CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
+  // Read at another column than its own, each chunk would need other chunks' dot products: rows stay
+  // the parallel loop, and the result stays right.
+  ComputeDAG reversed = parse_dag_text(
+      "A = placeholder(float32[1, 61])\n"
+      "B = placeholder(float32[1000, 61])\n"
+      "gemv[n:1000] = sum(k:61; (A[0, k] * B[n, k]))  : float32\n"
+      "Y[i:1, j:1000] = gemv[(999 - j)]  : float32\n");
+  Trace tr = default_schedule(reversed, CpuTargetSpec{16, 2});
+  INFO(trace_to_json(tr, true));
+  CHECK_FALSE(has_split(tr, "j", {2, 16}));
+  HostTensors reversed_inputs = make_random_inputs(reversed, 6);
+  CHECK(check_cpu_kernel(build_cpu_kernel(reversed, tr), reversed_inputs, evaluate_reference(reversed, reversed_inputs),
+                         reversed)
+            .correct);
   // A single row of a softmax reduces the whole row: its rows stay the parallel loop.
   ComputeDAG softmax = build_op("softmax", {{"rows", "1"}, {"cols", "1000"}});
   Trace ts = default_schedule(softmax, CpuTargetSpec{16, 2});

@@ -44,10 +44,11 @@ def parse_args():
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of samples per system")
     p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
     p.add_argument("--threads", type=int, default=0,
-                   help="llvm: threads for torch and onnxruntime (default: every core, which tessel's runtime uses)")
+                   help="llvm: threads for tessel, torch and onnxruntime (default: the cores this process may use)")
     p.add_argument("--rounds", type=int, default=1,
-                   help="time every system this many times in turn; the speed-up is the median of the rounds' "
-                        "ratios (a shared machine's slow spells then hit both sides of a ratio)")
+                   help="time tessel, torch eager and onnxruntime this many times in turn; their speed-ups are the "
+                        "medians of the rounds' ratios (a shared machine's slow spells then hit both sides of a "
+                        "ratio); the torch.compile modes are timed in the first round only")
     p.add_argument("--max-compile-s", type=float, default=0,
                    help="give up on a torch.compile mode whose first call takes longer (0: wait however long)")
     return p.parse_args()
@@ -176,8 +177,9 @@ def main():
     device = "cuda" if args.target == "cuda" else "cpu"
     result = {"target": args.target, "systems": {}, "model": args.model or args.onnx}
     if args.target == "llvm":  # torch's own default can be fewer threads than cores
-        torch.set_num_threads(args.threads or os.cpu_count())
+        torch.set_num_threads(args.threads or len(os.sched_getaffinity(0)))
         result["threads"] = torch.get_num_threads()
+        os.environ["TESSEL_NUM_THREADS"] = str(result["threads"])  # read when tessel's first kernel runs
 
     model = x = None
     if args.model:
@@ -199,11 +201,13 @@ def main():
     ctx = m.context()
     base_timer = time_gpu if args.target == "cuda" else time_cpu
     skip = set(filter(None, args.skip.split(",")))
-    timed = {}  # name -> the call timed, for the later rounds
+    timed = {}  # name -> (the call, its timer), for the later rounds
 
-    def timer(fn, min_time, name):
-        timed[name] = fn
-        s = base_timer(fn, min_time)
+    def timer(fn, min_time, name, how=None, again=True):
+        how = how or base_timer
+        if again:
+            timed[name] = (fn, how)
+        s = how(fn, min_time)
         s["round_medians_s"] = [s["median_s"]]
         return s
 
@@ -236,7 +240,7 @@ def main():
                     done(args, result, name)
                     continue
                 compile_s = time.perf_counter() - t0
-                result["systems"][name] = timer(compiled_call(compiled, x), args.min_time, name)
+                result["systems"][name] = timer(lambda: compiled(x), args.min_time, name, again=False)
                 result["systems"][name]["compile_s"] = compile_s
                 peak_memory(result["systems"][name], lambda: compiled(x), args.target)
                 done(args, result, name)
@@ -251,22 +255,19 @@ def main():
                     options.intra_op_num_threads = result["threads"]
                 session = ort.InferenceSession(onnx_path, sess_options=options, providers=providers)
                 feed = {session.get_inputs()[0].name: (x.cpu().numpy() if x is not None else None)}
-                result["systems"]["onnxruntime"] = timer(lambda: session.run(None, feed), args.min_time, "onnxruntime")
+                result["systems"]["onnxruntime"] = timer(lambda: session.run(None, feed), args.min_time, "onnxruntime",
+                                                         how=time_cpu)
                 result["systems"]["onnxruntime"]["provider"] = providers[0]
                 done(args, result, "onnxruntime")
     except ImportError:
         pass
     for r in range(1, args.rounds):
         progress(f"round {r + 1} of {args.rounds}")
-        for name, fn in timed.items():
-            result["systems"][name]["round_medians_s"].append(base_timer(fn, args.min_time)["median_s"])
+        for name, (fn, how) in timed.items():
+            result["systems"][name]["round_medians_s"].append(how(fn, args.min_time)["median_s"])
 
     write_reports(args, result)
     print_summary(args, result)
-
-
-def compiled_call(compiled, x):
-    return lambda: compiled(x)
 
 
 def speed_up(system, tessel):
@@ -300,7 +301,7 @@ def write_reports(args, result):
     tessel_s = systems.get("tessel", {}).get("median_s")
     lines = [f"# {result['model']} on {args.target}", ""]
     if "threads" in result:
-        lines += [f"torch and onnxruntime on {result['threads']} threads; tessel on every core ({os.cpu_count()}).", ""]
+        lines += [f"tessel, torch and onnxruntime on {result['threads']} threads.", ""]
     lines += ["| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]
     for name, s in systems.items():
         if s.get("gave_up"):
@@ -312,8 +313,9 @@ def write_reports(args, result):
                      f"{s['p90_s'] * 1e6:.1f} us | {speed} | {compile_s} |")
     rounds = len(systems.get("tessel", {}).get("round_medians_s", []))
     if rounds > 1:
-        lines += ["", f"Timed in {rounds} rounds, every system in turn each round; median, p10 and p90 are of the "
-                      "first round's calls, the speed-up the median of the rounds' ratios."]
+        lines += ["", f"Timed in {rounds} rounds, tessel, torch eager and onnxruntime in turn each round (the "
+                      "torch.compile modes in the first only); median, p10 and p90 are of the first round's calls, "
+                      "a speed-up the median of the rounds' ratios where there were rounds."]
     if "check" in result:
         c = result["check"]
         lines += ["", f"tessel vs torch: max |error| {c['max_abs_error']:.3g} (bound {c['bound']:.3g}): "

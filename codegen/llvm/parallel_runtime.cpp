@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -142,13 +143,21 @@ class ThreadPool {
   }
 
  private:
+  // Starts up to threads - 1 workers; where the system refuses one, the pool runs with those it has
+  // (threads_ counts them, and a job waits only for them).
   void start(int threads) {
-    threads_ = threads < 1 ? 1 : threads;
     stopping_.store(false, std::memory_order_relaxed);
     // Workers start from the current generation, so a job published before a worker first runs is
-    // still seen as new.
+    // still seen as new. They read threads_ only for a job, posted after it is set below.
     uint32_t generation = generation_.load(std::memory_order_acquire);
-    for (int k = 1; k < threads_; ++k) workers_.emplace_back([this, k, generation] { worker_loop(k, generation); });
+    for (int k = 1; k < threads; ++k) {
+      try {
+        workers_.emplace_back([this, k, generation] { worker_loop(k, generation); });
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
+    threads_ = 1 + static_cast<int>(workers_.size());
   }
 
   void stop() {
@@ -195,18 +204,19 @@ class ThreadPool {
   std::vector<int> pinned_cpus_;  // empty: threads float
 };
 
-// TESSEL_NUM_THREADS when it is a whole number from 1 to kMaxThreads, else the CPUs this process may
-// run on (a container's or taskset's share, not the machine's count).
+// TESSEL_NUM_THREADS when it is a whole number of at least 1 (at most kMaxThreads are started), else
+// the CPUs that the thread creating the pool may run on: a taskset's or cpuset's share, not the
+// machine's count (a CPU-time quota is not seen), else the machine's count.
 int default_threads() {
+  long n = 0;
   if (const char* env = std::getenv("TESSEL_NUM_THREADS")) {
     char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return static_cast<int>(n);
+    n = std::strtol(env, &end, 10);
+    if (end == env || *end != '\0' || n < 1) n = 0;
   }
-  size_t allowed = allowed_cpus().size();
-  if (allowed > 0) return static_cast<int>(allowed);
-  unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? static_cast<int>(n) : 1;
+  if (n == 0) n = static_cast<long>(allowed_cpus().size());
+  if (n == 0) n = static_cast<long>(std::thread::hardware_concurrency());
+  return static_cast<int>(std::clamp<long>(n, 1, kMaxThreads));
 }
 
 // Created on first use and never destroyed: workers may still be asleep at process exit.

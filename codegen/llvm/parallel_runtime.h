@@ -11,8 +11,9 @@ void tessel_parallel_for(int64_t n, void (*body)(int64_t i, void* closure), void
 }
 
 namespace tessel {
-// Number of worker threads, counting the caller (default: TESSEL_NUM_THREADS, else the CPUs this
-// process may run on); set before the first parallel loop or between loops. 1 disables threading.
+// Number of worker threads, counting the caller (default: TESSEL_NUM_THREADS, else the CPUs the
+// thread that first runs a parallel loop may run on); set before the first parallel loop or between
+// loops. 1 disables threading. Fewer run where the system refuses to start more.
 void set_num_threads(int n);
 int num_threads();
 // Pins the calling thread (which runs chunk 0 of every parallel loop) to the first CPU this process

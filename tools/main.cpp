@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("!--no-flush-l2", run.flush_l2, "cuda: do not flush the L2 cache between samples");
   run_cmd->add_flag("--check", run.check, "also compare the result with the reference interpreter");
   run_cmd->add_flag("--json", run.json, "print one JSON object");
-  run_cmd->add_option("--threads", run.threads, "worker threads, 1 to 1024 (default: TESSEL_NUM_THREADS, else every core)")
+  run_cmd->add_option("--threads", run.threads,
+                      "worker threads, 1 to 1024 (default: TESSEL_NUM_THREADS, else every core)")
       ->check(CLI::Range(1, 1024));
   run_cmd->add_option("--min-time", run.min_time_s, "seconds of samples to collect (default 0.2 CPU, 0.05 GPU)")
       ->check(positive_up_to(3600));

@@ -55,7 +55,8 @@ for spec in "$@"; do
   [ -f "$log" ] && db=(--db "$log")
   if [ "$COMPARE" != 0 ]; then
     python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target "$TARGET" \
-      "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" --max-compile-s "$MAX_COMPILE_S" --rounds "$ROUNDS" || status=1
+      "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" --max-compile-s "$MAX_COMPILE_S" \
+      --rounds "$ROUNDS" || status=1
   fi
   rm -rf "$dir/export" "$dir/$name" "$dir"/*.tsl  # weights and builds: regenerated, not kept
 done

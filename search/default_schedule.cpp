@@ -213,7 +213,7 @@ class DefaultScheduler {
     // once per row instead.
     for (const Operation& op : dag_.ops()) {
       if (op.is_placeholder || op.name == out.name || op.reduce != ReduceKind::None) continue;
-      if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1) continue;
+      if (kept_per_row(op)) continue;
       if (is_padding(op)) {  // computed once up front: inlined, its bounds test would run per window element
         schedule_padding(op.name);
         continue;
@@ -267,7 +267,7 @@ class DefaultScheduler {
     for (const Operation& op : dag_.ops()) {
       if (op.is_placeholder || op.name == out.name) continue;
       if (op.reduce == ReduceKind::None) {
-        if (is_expensive(op.body) && dag_.consumers(op.name).size() > 1) return false;
+        if (kept_per_row(op)) return false;
         continue;
       }
       if (reduction || op.axes.size() != 1 || op.axes[0].extent != col.extent) return false;
@@ -299,6 +299,12 @@ class DefaultScheduler {
     outer.push_back(col + ".0");
     parallel_rows(name, outer);
     return true;
+  }
+
+  // An elementwise stage a row reduction computes once per row rather than inlining: an expensive
+  // one read twice (softmax's exp).
+  bool kept_per_row(const Operation& op) const {
+    return is_expensive(op.body) && dag_.consumers(op.name).size() > 1;
   }
 
   static bool is_padding(const Operation& op) { return op.reduce == ReduceKind::None && op.body->op == ExprOp::Select; }

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <string>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,10 +13,12 @@
 #include <iomanip>
 #include <iostream>
 #include <random>
+#include <string>
 
 #include "deploy/model_builder.h"
 #include "frontend/demo_model.h"
 #include "frontend/model.h"
+#include "measure/timer.h"
 #include "schedule/te/error.h"
 #include "tools/commands.h"
 #include "tools/format_duration.h"
@@ -42,11 +43,6 @@ struct Loaded {
   LoadedModel model;
   ExecutionContext ctx;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The two builds timed in alternating rounds, so that a slow spell of the machine falls on both:
 // each build's median over rounds, and the median of the rounds' speed-ups.

@@ -8,8 +8,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "frontend/onnx_tensor.h"
 #include "codegen/llvm/parallel_runtime.h"
+#include "frontend/onnx_tensor.h"
 #include "runtime/model.h"
 #include "schedule/te/error.h"
 #include "tools/commands.h"

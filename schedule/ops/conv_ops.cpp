@@ -3,8 +3,9 @@
 // or the same with channels in blocks (layout=nchw8c / nchw16c), or reading an NCHW input into an
 // output in blocks (layout=nchw-to-nchw8c / nchw-to-nchw16c: a model's first convolution, whose few
 // input channels would fill a block mostly with padding), or an input in the other block size than
-// the output's (nchw8c-to-nchw16c / nchw16c-to-nchw8c: 24 channels into 144 in a model's layout). dtype=float16 / bfloat16 reads 16-bit
-// inputs and weights as float32, accumulates in float32 and stores a 16-bit output.
+// the output's (nchw8c-to-nchw16c / nchw16c-to-nchw8c: 24 channels into 144 in a model's layout).
+// dtype=float16 / bfloat16 reads 16-bit inputs and weights as float32, accumulates in float32 and
+// stores a 16-bit output.
 #include <optional>
 
 #include "schedule/ops/op_builders.h"

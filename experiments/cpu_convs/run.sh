@@ -105,7 +105,9 @@ for name in "${ORDER[@]}"; do
   read -r n c h w f kh kw s p g <<< "$spec"
   layout=$LAYOUT
   if [ "$LAYOUT" = auto ]; then  # as a model's layout pass: each side in blocks of 16, else 8, else NCHW
-    block() { if [ $(($1 % 16)) = 0 ]; then echo nchw16c; elif [ $(($1 % 8)) = 0 ]; then echo nchw8c; else echo nchw; fi; }
+    block() {
+      if [ $(($1 % 16)) = 0 ]; then echo nchw16c; elif [ $(($1 % 8)) = 0 ]; then echo nchw8c; else echo nchw; fi
+    }
     out=$(block "$f"); in=$(block "$c")
     [ "$g" = 1 ] || in=$out  # depthwise: the input in the output's blocks
     layout=$out

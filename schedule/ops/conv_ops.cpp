@@ -152,12 +152,13 @@ ComputeDAG build_conv2d(const ParamReader& p) {
     auto block_of = [](const std::string& l) -> int64_t { return l == "nchw16c" ? 16 : l == "nchw8c" ? 8 : 0; };
     const int64_t block = block_of(to == std::string::npos ? layout : layout.substr(to + 4));
     const int64_t in_block = to == std::string::npos ? block : block_of(layout.substr(0, to));
-    if (groups != 1 && (!depthwise || in_block != block))
-      p.fail("layout",
-             std::string(in_block == 0       ? "an NCHW input into blocks takes groups=1"
+    if (groups != 1 && (!depthwise || in_block != block)) {
+      const char* rule = in_block == 0       ? "an NCHW input into blocks takes groups=1"
                          : in_block != block ? "an input in other blocks than the output's takes groups=1"
-                                             : "a blocked layout takes groups=1 or a depthwise convolution (groups = C = F)") +
-                 "; other grouped convolutions stay NCHW");
+                                             : "a blocked layout takes groups=1 or a depthwise convolution "
+                                               "(groups = C = F)";
+      p.fail("layout", std::string(rule) + "; other grouped convolutions stay NCHW");
+    }
     return blocked_conv2d({n, c, h, w, f, kh, kw, stride, pad, dilation, oh, ow, block, in_block, depthwise}, bias,
                           act, dt);
   }

@@ -229,7 +229,7 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
     k.launches = compiled[t].launches;
     k.scratch = compiled[t].scratch;
     k.workload_key = model.tasks[t].key;
-    k.summary = sub.summary;
+    k.summary = model.tasks[t].name;
     k.record_id = chosen[t].record_id;
     for (const BufferParam& p : compiled[t].params) {
       if (p.is_output) {

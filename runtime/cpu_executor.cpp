@@ -5,6 +5,7 @@
 // and each kernel's argument array, filled then; a run only writes the inputs' pointers into the
 // arrays and runs the kernels in order.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -119,21 +120,21 @@ class CpuContext final : public ContextExecutor {
   }
 
   void run(const std::vector<BoundInput>& inputs) override {
-    const ModelArtifact& a = m_.artifact();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const void* data = inputs[i].data;
-      // The kernels assume 64-byte aligned buffers (NumPy gives 16): such inputs are copied.
-      if (reinterpret_cast<uintptr_t>(data) % kAlign != 0) {
-        const int64_t bytes = a.buffers[a.inputs[i]].bytes();
-        if (!staging_[i].data()) staging_[i] = HostBlock(bytes);
-        std::memcpy(staging_[i].data(), data, static_cast<size_t>(bytes));
-        data = staging_[i].data();
-      }
-      inputs_[i] = data;
-    }
-    // The kernels never write their inputs; the const is dropped only for the uniform void** ABI.
-    for (const InputSlot& s : input_slots_) args_[s.kernel][s.slot] = const_cast<void*>(inputs_[s.input]);
+    bind(inputs);
     for (size_t k = 0; k < args_.size(); ++k) m_.run_kernel(k, args_[k].data());
+  }
+
+  std::vector<double> run_timed(const std::vector<BoundInput>& inputs) override {
+    bind(inputs);
+    std::vector<double> seconds(args_.size());
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t k = 0; k < args_.size(); ++k) {
+      m_.run_kernel(k, args_[k].data());
+      const auto t1 = std::chrono::steady_clock::now();
+      seconds[k] = std::chrono::duration<double>(t1 - t0).count();
+      t0 = t1;
+    }
+    return seconds;
   }
 
   const void* output(size_t i) const override {
@@ -173,6 +174,24 @@ class CpuContext final : public ContextExecutor {
   }
 
  private:
+  // Points the kernels' input arguments at `inputs` (a misaligned input at its aligned copy).
+  void bind(const std::vector<BoundInput>& inputs) {
+    const ModelArtifact& a = m_.artifact();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const void* data = inputs[i].data;
+      // The kernels assume 64-byte aligned buffers (NumPy gives 16): such inputs are copied.
+      if (reinterpret_cast<uintptr_t>(data) % kAlign != 0) {
+        const int64_t bytes = a.buffers[a.inputs[i]].bytes();
+        if (!staging_[i].data()) staging_[i] = HostBlock(bytes);
+        std::memcpy(staging_[i].data(), data, static_cast<size_t>(bytes));
+        data = staging_[i].data();
+      }
+      inputs_[i] = data;
+    }
+    // The kernels never write their inputs; the const is dropped only for the uniform void** ABI.
+    for (const InputSlot& s : input_slots_) args_[s.kernel][s.slot] = const_cast<void*>(inputs_[s.input]);
+  }
+
   struct InputSlot {
     size_t kernel, slot, input;
   };

@@ -23,6 +23,10 @@ class ContextExecutor {
   // Runs every kernel in order, `inputs[i]` being the model's input i, and returns when the outputs
   // are ready.
   virtual void run(const std::vector<BoundInput>& inputs) = 0;
+  // Runs as run() does, but one kernel at a time, each timed: the seconds of every kernel of the
+  // plan, in its order (CPU: the wall time of its call; GPU: CUDA events around its launches,
+  // launched one by one rather than replayed as a graph).
+  virtual std::vector<double> run_timed(const std::vector<BoundInput>& inputs) = 0;
   // Where the model's output i is (in the model's memory kind).
   virtual const void* output(size_t i) const = 0;
   virtual void copy_output(size_t i, void* dst, MemoryKind memory) const = 0;

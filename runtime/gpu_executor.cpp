@@ -147,19 +147,20 @@ class GpuContext final : public ContextExecutor {
   }
 
   void run(const std::vector<BoundInput>& inputs) override {
-    const ModelArtifact& a = m_.artifact();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const int64_t b = a.inputs[i];
-      if (inputs[i].memory == MemoryKind::Device)
-        stream_->copy_on_device(pointer_[b], reinterpret_cast<uint64_t>(inputs[i].data), a.buffers[b].bytes());
-      else
-        stream_->copy_to_device(pointer_[b], inputs[i].data, a.buffers[b].bytes());
-    }
+    copy_inputs(inputs);
     if (graph_)
       stream_->replay();
     else
       launch_all();
     stream_->synchronize();  // the inputs may go away once run() returns
+  }
+
+  std::vector<double> run_timed(const std::vector<BoundInput>& inputs) override {
+    copy_inputs(inputs);
+    std::vector<double> seconds =
+        stream_->time_steps(args_.size(), [this](size_t k) { m_.module(k).run_on(*stream_, args_[k], scratch_[k]); });
+    stream_->synchronize();
+    return seconds;
   }
 
   const void* output(size_t i) const override {
@@ -186,6 +187,18 @@ class GpuContext final : public ContextExecutor {
   }
 
  private:
+  // Copies the inputs into their places in the arena, where the recorded launches read them.
+  void copy_inputs(const std::vector<BoundInput>& inputs) {
+    const ModelArtifact& a = m_.artifact();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int64_t b = a.inputs[i];
+      if (inputs[i].memory == MemoryKind::Device)
+        stream_->copy_on_device(pointer_[b], reinterpret_cast<uint64_t>(inputs[i].data), a.buffers[b].bytes());
+      else
+        stream_->copy_to_device(pointer_[b], inputs[i].data, a.buffers[b].bytes());
+    }
+  }
+
   void launch_all() {
     for (size_t k = 0; k < args_.size(); ++k) m_.module(k).run_on(*stream_, args_[k], scratch_[k]);
   }

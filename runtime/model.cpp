@@ -110,7 +110,11 @@ void ExecutionContext::set_input(const std::string& name, DType dtype, const std
   set_input(*index, dtype, shape, data, memory);
 }
 
-void ExecutionContext::run() {
+void ExecutionContext::run() { executor_->run(bound_inputs()); }
+
+std::vector<double> ExecutionContext::run_profiled() { return executor_->run_timed(bound_inputs()); }
+
+std::vector<BoundInput> ExecutionContext::bound_inputs() const {
   std::string unbound;
   std::vector<BoundInput> inputs;
   for (size_t i = 0; i < bound_.size(); ++i) {
@@ -119,7 +123,7 @@ void ExecutionContext::run() {
     inputs.push_back(bound_[i].input);
   }
   if (!unbound.empty()) throw InputError("inputs not set: " + unbound + "; nothing was run");
-  executor_->run(inputs);
+  return inputs;
 }
 
 const void* ExecutionContext::output_data(size_t index) const {

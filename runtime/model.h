@@ -72,6 +72,7 @@ class LoadedModel {
 };
 
 class ContextExecutor;
+struct BoundInput;
 
 class ExecutionContext {
  public:
@@ -96,6 +97,10 @@ class ExecutionContext {
   // before any kernel runs, naming every unbound input; Error when a kernel launch or the device
   // fails. Inputs stay bound for the next run.
   void run();
+  // Runs as run() does, one kernel at a time with each timed, and returns the seconds of every kernel
+  // of the plan (artifact().kernels, in order). For a profile: on the GPU the kernels are launched
+  // one by one, not replayed as one graph, so their sum exceeds a run's time by launch gaps.
+  std::vector<double> run_profiled();
 
   // Output `index` of the last run, in the model's memory(): valid until the next run or the
   // context's end. Throws InputError for an index out of range.
@@ -110,6 +115,9 @@ class ExecutionContext {
   bool replays_graph() const;
 
  private:
+  // Every input's binding; throws InputError naming the unbound ones.
+  std::vector<BoundInput> bound_inputs() const;
+
   LoadedModel model_;
   std::unique_ptr<ContextExecutor> executor_;
   struct Binding;

@@ -58,8 +58,8 @@ struct PlanKernel {
   std::vector<CudaLaunch> launches;  // GPU: kernels of the program, in order
   std::vector<BufferParam> scratch;  // GPU: buffers between the program's launches, alive during this kernel only
   std::vector<int64_t> scratch_offsets;  // one per scratch buffer: its byte offset in the arena
-  // Provenance: the task's workload key, the fused ops, and the log record its schedule came from
-  // (-1: the default schedule, no record).
+  // Provenance: the task's workload key, its name (the fused ops and the output shape, "Conv+Relu
+  // 1x64x56x56"), and the log record its schedule came from (-1: the default schedule, no record).
   std::string workload_key;
   std::string summary;
   int64_t record_id = -1;

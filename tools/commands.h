@@ -124,6 +124,7 @@ struct RunModelArgs {
   std::vector<std::string> outputs;  // [NAME=]FILE to write
   int threads = 0;                   // llvm models: kernel threads (0: the runtime's default)
   bool bench = false;
+  bool profile = false;  // time each kernel in the run, and report them by task
   bool json = false;
 };
 

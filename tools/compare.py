@@ -8,7 +8,7 @@ torch.compile (default) and torch.compile(mode="max-autotune"), and onnxruntime 
 installed. On the GPU every timing is of device work measured with CUDA events; TF32 is off for fp32
 (torch.backends.*.allow_tf32 = False); max-autotune replays CUDA graphs, and so does tessel's
 runtime. Writes compare.md, compare.json and compare.png (latency per system, and tessel's latency
-broken down by task) to --out.
+broken down by task: each task's kernels timed inside the model's run, `tessel run --profile`) to --out.
 
     tools/compare.py --model resnet50 --target cuda --db log.db --out results/ [--tessel bundle/bin/tessel]
 
@@ -167,6 +167,24 @@ def build(args, onnx_path, out_dir):
     return tsl, time.perf_counter() - t0, json.loads(run.stdout), run.stderr
 
 
+def profile(args, tsl, x, out_dir):
+    """tessel's time by kernel inside the model's run (`tessel run --profile`, each kernel timed in
+    turn), summed per task: {workload key: seconds per run}; {} when the run fails."""
+    if x is None:
+        return {}
+    image = os.path.join(out_dir, "input.npy")
+    np.save(image, x.cpu().numpy())
+    run = subprocess.run([args.tessel, "run", tsl, "--input", image, "--profile", "--json"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        progress("profile not taken: " + run.stderr.strip())
+        return {}
+    tasks = {}
+    for t in json.loads(run.stdout)["profile"]["tasks"]:
+        tasks[t["workload_key"]] = tasks.get(t["workload_key"], 0.0) + t["seconds"]
+    return tasks
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -223,6 +241,7 @@ def main():
             progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
             result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time, "tessel")
             result["systems"]["tessel"]["memory"] = ctx.memory()
+            result["profile"] = profile(args, tsl, x, args.out)
             done(args, result, "tessel")
             result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time, "torch_eager")
             peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
@@ -322,13 +341,21 @@ def write_reports(args, result):
                       f"{'ok' if c['ok'] else 'MISMATCH'}"]
     lines += memory_lines(systems)
     tasks = result["build"]["tasks"]
-    lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of {len(tasks)} tasks",
-              "", "| task | weight | schedule | latency (log) | x weight |", "|---|---:|---|---:|---:|"]
+    lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of "
+                  f"{len(tasks)} tasks",
+              "", "| task | weight | schedule | latency (log) | x weight | in the run |",
+              "|---|---:|---|---:|---:|---:|"]
+    in_run = result.get("profile", {})
     for t in tasks:
         tuned = t["tuned_s"]
         schedule = f"record {t['record']}" if t["record"] >= 0 else "default"
         latency = f"{tuned * 1e6:.1f} us | {tuned * t['weight'] * 1e6:.1f} us" if tuned else "- | -"
-        lines.append(f"| {t['name']} | {t['weight']} | {schedule} | {latency} |")
+        run_s = f"{in_run[t['key']] * 1e6:.1f} us" if t["key"] in in_run else "-"
+        lines.append(f"| {t['name']} | {t['weight']} | {schedule} | {latency} | {run_s} |")
+    if in_run:
+        lines += ["", "\"latency (log)\": the task's schedule timed alone when tuned; \"in the run\": its kernels' "
+                      f"time inside the model's runs (`tessel run --profile`, each kernel timed in turn; "
+                      f"{sum(in_run.values()) * 1e6:.1f} us in all)."]
     if result.get("build_warnings"):
         lines += ["", "```", result["build_warnings"].strip(), "```"]
     with open(os.path.join(args.out, "compare.md"), "w") as f:
@@ -343,15 +370,20 @@ def write_reports(args, result):
                 color=["#d62728" if n == "tessel" else "#1f77b4" for n in names])
         ax.set_xlabel("latency (ms, median)")
         ax.set_title(f"{result['model']} on {args.target}")
-        # tessel's time by task (the log's latency of each task's schedule times its occurrences),
-        # against the model's measured total.
-        timed = sorted([t for t in tasks if t["tuned_s"]], key=lambda t: -t["tuned_s"] * t["weight"])[:12]
-        bx.barh([t["name"][:40] for t in timed][::-1], [t["tuned_s"] * t["weight"] * 1e3 for t in timed][::-1])
+        # tessel's time by task inside the model's run (or, without a profile, the log's latency of
+        # each task's schedule times its occurrences), against the model's measured total.
+        if in_run:
+            by_task = [(t["name"], in_run[t["key"]]) for t in tasks if t["key"] in in_run]
+            bx.set_xlabel("ms per run (the task's kernels, timed in the run)")
+        else:
+            by_task = [(t["name"], t["tuned_s"] * t["weight"]) for t in tasks if t["tuned_s"]]
+            bx.set_xlabel("ms per run (task latency x occurrences)")
+        by_task = sorted(by_task, key=lambda t: -t[1])[:12]
+        bx.barh([n[:40] for n, _ in by_task][::-1], [s * 1e3 for _, s in by_task][::-1])
         if tessel_s:
             bx.axvline(tessel_s * 1e3, color="#d62728", linestyle="--", label="tessel model total")
             bx.legend()
-        bx.set_xlabel("ms per run (task latency x occurrences)")
-        bx.set_title("tessel by task (tuned tasks)")
+        bx.set_title("tessel by task")
         fig.tight_layout()
         fig.savefig(os.path.join(args.out, "compare.png"), dpi=120)
         plt.close(fig)

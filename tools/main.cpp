@@ -125,6 +125,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--output", run_model.outputs, "with a model: [NAME=]FILE to write an output to (repeatable)")
       ->allow_extra_args(false);
   run_cmd->add_flag("--bench", run_model.bench, "with a model: time repeated runs (median and spread)");
+  run_cmd->add_flag("--profile", run_model.profile,
+                    "with a model: time each kernel in repeated runs and list the time by task, slowest first");
   add_target_option(run_cmd, run.target);
   run_cmd->add_flag("!--no-flush-l2", run.flush_l2, "cuda: do not flush the L2 cache between samples");
   run_cmd->add_flag("--check", run.check, "also compare the result with the reference interpreter");
@@ -311,6 +313,10 @@ int main(int argc, char** argv) {
         run_model.threads = run.threads;
         return tessel::cmd_run_model(run_model);
       }
+      for (const auto& [given, flag] :
+           {std::pair{run_model.bench, "--bench"}, {run_model.profile, "--profile"},
+            {!run_model.inputs.empty(), "--input"}, {!run_model.outputs.empty(), "--output"}})
+        if (given) throw tessel::InputError(std::string(flag) + " is for a built model: tessel run MODEL.tsl " + flag);
       return is_cuda(run.target) ? tessel::cmd_run_cuda(run) : tessel::cmd_run(run);
     }
     if (app.got_subcommand("measure")) return tessel::cmd_measure(measure);

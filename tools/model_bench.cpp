@@ -22,4 +22,28 @@ BenchResult bench_runs(ExecutionContext& ctx, double min_time_s) {
   return BenchResult{at(0.5), at(0.1), at(0.9), samples.size()};
 }
 
+ProfileResult profile_runs(ExecutionContext& ctx, double min_time_s) {
+  for (int i = 0; i < 2; ++i) ctx.run_profiled();
+  std::vector<std::vector<double>> per_kernel;  // per kernel, its samples
+  double total = 0;
+  size_t runs = 0;
+  while (runs < 10 || (total < min_time_s && runs < 10000)) {
+    const std::vector<double> s = ctx.run_profiled();
+    per_kernel.resize(s.size());
+    for (size_t k = 0; k < s.size(); ++k) {
+      per_kernel[k].push_back(s[k]);
+      total += s[k];
+    }
+    ++runs;
+    if (s.empty()) break;  // a model of no kernels
+  }
+  ProfileResult r;
+  r.runs = runs;
+  for (std::vector<double>& samples : per_kernel) {
+    std::sort(samples.begin(), samples.end());
+    r.kernel_median_s.push_back(samples[samples.size() / 2]);
+  }
+  return r;
+}
+
 }  // namespace tessel

@@ -1,11 +1,13 @@
 // tessel run MODEL.tsl: a built model run once on inputs from files (ONNX TensorProto .pb, as in
 // ONNX's test data, or NumPy .npy), its outputs written to files or summarized, and with --bench its
-// latency over repeated runs (median and spread).
+// latency over repeated runs (median and spread), with --profile each kernel's time in the run, by task.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "codegen/llvm/parallel_runtime.h"
@@ -59,6 +61,49 @@ size_t input_slot(const LoadedModel& model, const std::string& name, size_t posi
   return *i;
 }
 
+// The profile by task: kernels of one workload and schedule are one task (a model repeats blocks),
+// their medians summed; the slowest task first.
+nlohmann::json task_profile(const ModelArtifact& a, const ProfileResult& p) {
+  std::map<std::pair<std::string, int64_t>, size_t> index;
+  nlohmann::json tasks = nlohmann::json::array();
+  for (size_t k = 0; k < a.kernels.size(); ++k) {
+    const PlanKernel& kernel = a.kernels[k];
+    auto [it, fresh] = index.emplace(std::make_pair(kernel.workload_key, kernel.record_id), tasks.size());
+    if (fresh)
+      tasks.push_back({{"summary", kernel.summary}, {"workload_key", kernel.workload_key},
+                       {"record_id", kernel.record_id}, {"kernels", 0}, {"seconds", 0.0}});
+    nlohmann::json& t = tasks[it->second];
+    t["kernels"] = t["kernels"].get<int>() + 1;
+    t["seconds"] = t["seconds"].get<double>() + p.kernel_median_s[k];
+  }
+  std::vector<nlohmann::json> sorted(tasks.begin(), tasks.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+    return x["seconds"].get<double>() > y["seconds"].get<double>();
+  });
+  return sorted;
+}
+
+void print_profile(const nlohmann::json& profile, bool graph) {
+  const double sum = profile["sum_s"].get<double>();
+  std::cout << "profile: " << profile["kernels"].size() << " kernels in " << profile["tasks"].size() << " tasks, "
+            << profile["runs"].get<size_t>() << " runs, each kernel timed alone in the run"
+            << (graph ? " (launched one by one, not as the graph)" : "") << "; kernels' medians sum to "
+            << format_duration(sum) << "\n";
+  std::cout << "  " << std::left << std::setw(11) << "time" << std::setw(8) << "share" << std::setw(9) << "kernels"
+            << std::setw(13) << "schedule" << "task\n";
+  for (const nlohmann::json& t : profile["tasks"]) {
+    const double s = t["seconds"].get<double>();
+    const int64_t record = t["record_id"].get<int64_t>();
+    std::ostringstream share;
+    share << std::fixed << std::setprecision(1) << (sum > 0 ? 100 * s / sum : 0.0) << "%";
+    std::cout << "  " << std::setw(11) << format_duration(s) << std::setw(8) << share.str() << std::setw(9)
+              << t["kernels"].get<int>() << std::setw(13)
+              << (record >= 0 ? "record " + std::to_string(record) : std::string("default"))
+              << t["summary"].get<std::string>() << "\n";
+  }
+  std::cout << std::right;
+}
+
 }  // namespace
 
 int cmd_run_model(const RunModelArgs& args) {
@@ -103,6 +148,19 @@ int cmd_run_model(const RunModelArgs& args) {
     const MemoryUsage m = ctx.memory_usage();
     j["memory_bytes"] = {{"weights", m.weights}, {"context", m.context_bytes()}};
   }
+  if (args.profile) {
+    const ProfileResult p = profile_runs(ctx);
+    const ModelArtifact& a = model.artifact();
+    nlohmann::json kernels = nlohmann::json::array();
+    double sum = 0;
+    for (size_t k = 0; k < a.kernels.size(); ++k) {
+      kernels.push_back({{"name", a.kernels[k].name}, {"summary", a.kernels[k].summary},
+                         {"workload_key", a.kernels[k].workload_key}, {"record_id", a.kernels[k].record_id},
+                         {"median_s", p.kernel_median_s[k]}});
+      sum += p.kernel_median_s[k];
+    }
+    j["profile"] = {{"runs", p.runs}, {"sum_s", sum}, {"kernels", kernels}, {"tasks", task_profile(a, p)}};
+  }
   if (args.json) {
     std::cout << j.dump() << "\n";
     return 0;
@@ -117,6 +175,7 @@ int cmd_run_model(const RunModelArgs& args) {
               << (ctx.replays_graph() ? ", each one CUDA graph" : "")
               << (j.contains("threads") ? ", " + std::to_string(j["threads"].get<int>()) + " threads" : "")
               << ")\n";
+  if (args.profile) print_profile(j["profile"], ctx.replays_graph());
   return 0;
 }
 

@@ -78,6 +78,9 @@ class CudaStream {
   // no graphs or the capture fails: the caller then enqueues the work itself every time.
   virtual bool capture(const std::function<void()>& enqueue) = 0;
   virtual void replay() = 0;
+  // Enqueues step(0), ..., step(n - 1) with a CUDA event before the first and after each, waits for
+  // them, and returns each step's seconds between its two events.
+  virtual std::vector<double> time_steps(size_t n, const std::function<void(size_t)>& step) = 0;
 };
 
 // A compiled program loaded on the device, with its scratch buffers allocated (unless loaded with

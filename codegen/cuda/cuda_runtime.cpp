@@ -92,6 +92,7 @@ struct Driver {
   // Optional too: only streams of a caller's own (CudaStream) use them.
   CUresult (*stream_destroy)(CUstream);
   CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*event_destroy)(CUevent);
   bool has_graphs() const { return stream_begin_capture && stream_end_capture && graph_instantiate && graph_launch &&
                                    graph_exec_destroy && graph_destroy; }
 };
@@ -141,6 +142,7 @@ bool load_driver(Driver& d) {
   bind_optional(d.graph_destroy, "cuGraphDestroy");
   bind_optional(d.stream_destroy, "cuStreamDestroy_v2");
   bind_optional(d.memcpy_dtod, "cuMemcpyDtoDAsync_v2");
+  bind_optional(d.event_destroy, "cuEventDestroy_v2");
   return ok;
 }
 
@@ -379,6 +381,8 @@ class DriverStream final : public CudaStream {
     try {
       rt_.make_current();
       if (graph_) rt_.driver().graph_exec_destroy(graph_);
+      if (rt_.driver().event_destroy)
+        for (CUevent e : events_) rt_.driver().event_destroy(e);
       rt_.driver().stream_destroy(stream_);
     } catch (const Error&) {
       // Destructors must not throw; the failure surfaces through the runtime's next call.
@@ -411,12 +415,35 @@ class DriverStream final : public CudaStream {
     rt_.make_current();
     rt_.check(rt_.driver().graph_launch(graph_, stream_), "cuGraphLaunch");
   }
+  std::vector<double> time_steps(size_t n, const std::function<void(size_t)>& step) override {
+    const Driver& d = rt_.driver();
+    rt_.make_current();
+    while (events_.size() < n + 1) {
+      CUevent e = nullptr;
+      rt_.check(d.event_create(&e, 0), "cuEventCreate");
+      events_.push_back(e);
+    }
+    rt_.check(d.event_record(events_[0], stream_), "cuEventRecord");
+    for (size_t i = 0; i < n; ++i) {
+      step(i);
+      rt_.check(d.event_record(events_[i + 1], stream_), "cuEventRecord");
+    }
+    rt_.check(d.event_synchronize(events_[n]), "cuEventSynchronize");
+    std::vector<double> seconds(n);
+    for (size_t i = 0; i < n; ++i) {
+      float ms = 0;
+      rt_.check(d.event_elapsed(&ms, events_[i], events_[i + 1]), "cuEventElapsedTime");
+      seconds[i] = ms * 1e-3;
+    }
+    return seconds;
+  }
   CUstream handle() const { return stream_; }
 
  private:
   DriverRuntime& rt_;
   CUstream stream_ = nullptr;
   CUgraphExec graph_ = nullptr;
+  std::vector<CUevent> events_;  // time_steps' events, made on first use and kept
 };
 
 std::unique_ptr<CudaStream> DriverRuntime::create_stream() { return std::make_unique<DriverStream>(*this); }

@@ -1,7 +1,8 @@
 // Running a cuda model on the GPU (tests tagged [gpu], reported skipped where there is no CUDA
 // device or no NVRTC): results against the reference interpreter with the run replayed as one CUDA
-// graph, inputs given as device pointers, outputs copied to device memory, what a context holds on
-// the device, contexts on several threads, and a bad input refused with the outputs untouched.
+// graph and profiled kernel by kernel, inputs given as device pointers, outputs copied to device
+// memory, what a context holds on the device, contexts on several threads, and a bad input refused
+// with the outputs untouched.
 #include <catch2/catch.hpp>
 #include <optional>
 #include <thread>
@@ -65,6 +66,18 @@ TEST_CASE("gpu: a cuda model runs as one CUDA graph and matches the reference in
     ctx.run();
     CHECK(first_mismatch(host_output(ctx), t->reference(x)) == "");
   }
+  // A profiled run (kernels launched one by one between CUDA events) computes the same outputs and
+  // times every kernel; the graph still replays afterwards.
+  const std::vector<float> x = random_floats(M * K, 3);
+  ctx.set_input(0, DType::Float32, {M, K}, x.data());
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<double> seconds = ctx.run_profiled();
+    CHECK(first_mismatch(host_output(ctx), t->reference(x)) == "");
+    REQUIRE(seconds.size() == model.artifact().kernels.size());
+    for (double s : seconds) CHECK((s > 0 && s < 1));
+  }
+  ctx.run();
+  CHECK(first_mismatch(host_output(ctx), t->reference(x)) == "");
 
   const MemoryUsage u = ctx.memory_usage();
   CHECK(u.memory == MemoryKind::Device);

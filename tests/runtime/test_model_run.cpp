@@ -47,6 +47,13 @@ TEST_CASE("a two-kernel model runs on this CPU and matches the reference interpr
     const auto* direct = static_cast<const float*>(ctx.output_data(0));
     CHECK(std::memcmp(direct, output_of(ctx).data(), M * N * 4) == 0);
   }
+  // A profiled run computes the same outputs and times every kernel of the plan.
+  const std::vector<float> x = random_floats(M * K, 3);
+  ctx.set_input(0, DType::Float32, {M, K}, x.data());
+  const std::vector<double> seconds = ctx.run_profiled();
+  CHECK(first_mismatch(output_of(ctx), t.reference(x)) == "");
+  REQUIRE(seconds.size() == model.artifact().kernels.size());
+  for (double s : seconds) CHECK(s > 0);
 
   const MemoryUsage u = ctx.memory_usage();
   CHECK(u.memory == MemoryKind::Host);

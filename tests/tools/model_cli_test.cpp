@@ -1,7 +1,7 @@
 // `tessel tasks` and `tessel tune MODEL.onnx` through the real binary, on small models from ONNX's
 // test data (Debian's libonnx-testdata): the task table, a tuning session sharing one budget that
 // resumes from the log, bad models and options refused with exit 2 before anything is recorded, and
-// `tessel run` of a built model on any number of threads.
+// `tessel run` of a built model on any number of threads, and its profile by task.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -14,7 +14,8 @@
 #include "subprocess.h"
 
 namespace tessel_test {
-std::string demo_cnn_bytes();  // demo_model_file.cpp
+std::string demo_cnn_bytes();                     // demo_model_file.cpp
+void write_demo_image(const std::string& path);  // an input of the demo CNN as a .pb
 }
 
 using tessel_test::demo_cnn_bytes;
@@ -178,4 +179,60 @@ TEST_CASE("run MODEL.tsl runs on the threads --threads or TESSEL_NUM_THREADS ask
   CHECK(run("two.pb", {"--threads", "2"}) == one);
   CHECK(run("env.pb", {}, {{"TESSEL_NUM_THREADS", "3"}}) == one);
   CHECK(tessel({"run", built, "--input", input, "--threads", "0"}).exit_code == 2);
+}
+
+TEST_CASE("run MODEL.tsl --profile times every kernel in the run and lists the time by task", "[cli][model]") {
+  TempDir dir;
+  const std::string model = dir.file("cnn.onnx");
+  std::ofstream(model, std::ios::binary) << demo_cnn_bytes();
+  const std::string built = dir.file("cnn.tsl");
+  RunResult build = tessel({"build", model, "--target", "llvm", "-o", built, "--json"});
+  INFO(build.out << build.err);
+  REQUIRE(build.exit_code == 0);
+  const std::string input = dir.file("image.pb");
+  tessel_test::write_demo_image(input);
+
+  RunResult r = tessel({"run", built, "--input", input, "--profile", "--json", "--threads", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json p = nlohmann::json::parse(r.out).at("profile");
+  const nlohmann::json& kernels = p.at("kernels");
+  REQUIRE(kernels.size() >= 5);  // three convolutions, a pool and the classifier at least
+  CHECK(p.at("runs").get<size_t>() >= 10);
+  double sum = 0;
+  for (const nlohmann::json& k : kernels) {
+    CHECK(k.at("median_s").get<double>() > 0);
+    CHECK(k.at("record_id").get<int64_t>() == -1);  // built without a log: every kernel on its default
+    sum += k.at("median_s").get<double>();
+  }
+  CHECK(p.at("sum_s").get<double>() == Approx(sum));
+  // Tasks: every kernel in one, their times the kernels' sums, the slowest first, named by ops and shape.
+  size_t kernels_in_tasks = 0;
+  double task_sum = 0, previous = 1e30;
+  std::set<std::string> names;
+  for (const nlohmann::json& t : p.at("tasks")) {
+    kernels_in_tasks += t.at("kernels").get<size_t>();
+    const double s = t.at("seconds").get<double>();
+    CHECK(s <= previous);
+    previous = s;
+    task_sum += s;
+    const std::string name = t.at("summary").get<std::string>();
+    CHECK_THAT(name, Catch::Matches("[A-Za-z+]+ [0-9x]+"));
+    names.insert(name);
+  }
+  CHECK(kernels_in_tasks == kernels.size());
+  CHECK(task_sum == Approx(sum));
+  CHECK(names.count("Gemm 1x10") == 1);
+
+  RunResult text = tessel({"run", built, "--input", input, "--profile"});
+  INFO(text.out << text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("profile: " + std::to_string(kernels.size()) + " kernels in " +
+                                       std::to_string(p.at("tasks").size()) + " tasks"));
+  CHECK_THAT(text.out, Catch::Contains("default") && Catch::Contains("Gemm 1x10"));
+
+  // --profile, like --bench, --input and --output, is for a built model.
+  RunResult op = tessel({"run", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--profile"});
+  CHECK(op.exit_code == 2);
+  CHECK_THAT(op.err, Catch::StartsWith("error: ") && Catch::Contains("--profile"));
 }

@@ -386,6 +386,47 @@ TEST_CASE("CPU default of a convolution in channel blocks: two blocks of output 
   CHECK_FALSE(has_split(t5, "fo", {3}));
 }
 
+TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are read in chunks of channels",
+          "[search]") {
+  // 3x3 over 96 channels, two blocks of output channels a register tile: 108 KiB of weights per
+  // tile. The contraction is computed per output tile with its channels in chunks of 16 (18 KiB of
+  // weights) outside the register tiles; a row of 12 outputs is two tiles of 6, unrolled.
+  ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "96"}, {"H", "23"}, {"W", "23"}, {"F", "64"}, {"KH", "3"},
+                                       {"KW", "3"}, {"stride", "2"}, {"pad", "1"}, {"layout", "nchw16c"}});
+  const Trace t = default_schedule(dag, CpuTargetSpec{16, 2});
+  INFO(trace_to_json(t, true));
+  CHECK(has_split(t, "rc", {16}));
+  CHECK(has_split(t, "ow", {6}));
+  CHECK(has_annotation(t, "ow.0", Annotation::Unroll));
+  HostTensors inputs = make_random_inputs(dag, 9);
+  CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
+
+  // Weights that fit (3x3 over 16 channels, 18 KiB) and a pointwise convolution (no window) keep a
+  // register tile's whole reduction innermost.
+  auto splits_rc = [](const Trace& trace) {
+    return std::any_of(trace.steps.begin(), trace.steps.end(),
+                       [](const Step& s) { return s.kind == StepKind::Split && s.loop == "rc"; });
+  };
+  ComputeDAG narrow = build_op("conv2d", {{"N", "1"}, {"C", "16"}, {"H", "14"}, {"W", "14"}, {"F", "64"},
+                                          {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"layout", "nchw16c"}});
+  CHECK_FALSE(splits_rc(default_schedule(narrow, CpuTargetSpec{16, 2})));
+  ComputeDAG pointwise = build_op("conv2d", {{"N", "1"}, {"C", "512"}, {"H", "7"}, {"W", "7"}, {"F", "64"},
+                                             {"KH", "1"}, {"KW", "1"}, {"layout", "nchw16c"}});
+  CHECK_FALSE(splits_rc(default_schedule(pointwise, CpuTargetSpec{16, 2})));
+
+  // Blocks of 8 (AVX2's lanes), 3x3 over 120 channels at 13x13 (68 KiB a tile): chunks of 40.
+  ComputeDAG avx2 = build_op("conv2d", {{"N", "1"}, {"C", "120"}, {"H", "13"}, {"W", "13"}, {"F", "32"}, {"KH", "3"},
+                                        {"KW", "3"}, {"pad", "1"}, {"layout", "nchw8c"}});
+  const Trace t8 = default_schedule(avx2, CpuTargetSpec{8, 2});
+  INFO(trace_to_json(t8, true));
+  CHECK(has_split(t8, "rc", {40}));
+  if (host_vector_lanes() >= 8) {
+    HostTensors avx2_inputs = make_random_inputs(avx2, 10);
+    CHECK(check_cpu_kernel(build_cpu_kernel(avx2, t8), avx2_inputs, evaluate_reference(avx2, avx2_inputs), avx2)
+              .correct);
+  }
+}
+
 TEST_CASE("CPU default of a convolution in channel blocks: the smaller operand's loop innermost in the tasks",
           "[search]") {
   // Weights smaller than the input (a stride-2 1x1 convolution at 56x56): the tasks take output

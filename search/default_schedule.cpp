@@ -81,9 +81,11 @@ class DefaultScheduler {
       if (!op.is_placeholder && op.name != keep && op.reduce == ReduceKind::None) apply(compute_inline_step(op.name));
   }
 
+  // The loop's extent; 0 when the stage has no such loop (a step that named it was refused).
   int64_t extent_of(const std::string& stage, const std::string& loop) const {
     const Stage& s = state().stage(stage);
-    return s.vars[s.find_var(loop)].extent;
+    const int i = s.find_var(loop);
+    return i >= 0 ? s.vars[static_cast<size_t>(i)].extent : 0;
   }
 
   // Padding of an image: rows in parallel, each row's values a vector at a time. Fused with the
@@ -430,6 +432,7 @@ class DefaultScheduler {
     // constants once the tile is unrolled, and stay in registers (computed per output tile, LLVM
     // kept 14 of them in memory for a 14x14 output, a load and a store per FMA).
     std::string at = tile_loop;
+    int64_t row_tiles = 1;  // register tiles along a row of the output tile
     if (reg_blocks > 1) {
       std::string rows;
       for (const std::string& loop : inner)
@@ -441,7 +444,10 @@ class DefaultScheduler {
           if (loop != rows + ".0") tiled.push_back(loop);
         auto first_inner = std::find(tiled.begin(), tiled.end(), inner.front());
         tiled.insert(first_inner, rows + ".0");
-        if (apply(reorder_step(out.name, tiled))) at = rows + ".0";
+        if (apply(reorder_step(out.name, tiled))) {
+          at = rows + ".0";
+          row_tiles = extent_of(out.name, at);
+        }
       }
     }
     // A register tile's weights over its whole reduction past the L1 cache (a 3x3 convolution of 128
@@ -450,10 +456,17 @@ class DefaultScheduler {
     // whose weights fit in L1, outside the register tiles: each chunk's weights serve every register
     // tile of the row from L1, the partial sums kept in the tile's local buffer (a stride-2 3x3
     // convolution of ResNet-50 ran 6% faster so on two cores).
-    int64_t reduce_chunk = 0;
+    std::string chunked;  // the first reduction axis of the contraction, when split into chunks
     if (reg_blocks > 1 && at != tile_loop && !tile_loop.empty()) {
-      reduce_chunk = l1_reduce_chunk(c, v, reg_blocks);
-      if (reduce_chunk > 0) at = tile_loop;
+      const Stage& before = state().stage(compute);
+      const int64_t chunk = l1_reduce_chunk(c, v, reg_blocks);
+      const std::string first = before.num_roots > before.num_spatial_roots
+                                    ? before.vars[static_cast<size_t>(before.num_spatial_roots)].name
+                                    : "";
+      if (chunk > 0 && !first.empty() && apply(split_step(compute, first, {chunk}))) {
+        chunked = first;
+        at = tile_loop;
+      }
     }
     // The contraction per tile: [others, u.0, v.0, reduce..., u.1 (unrolled), v.1 (unrolled), v.2 (vector)],
     // or with a reduction chunk [others, r0.0, u.0, v.0, r0.1, reduce..., u.1, v.1, v.2].
@@ -475,7 +488,9 @@ class DefaultScheduler {
         spatial_outer.push_back(cw);
       }
     }
+    bool rows_split = false;
     if (!cu.empty() && apply(split_step(compute, cu, {reg_rows}))) {
+      rows_split = true;
       spatial_outer.push_back(cu + ".0");
       reg.push_back(cu + ".1");
     }
@@ -487,7 +502,7 @@ class DefaultScheduler {
       reg.push_back(cv);
     }
     std::vector<std::string> corder = spatial_outer;
-    if (reduce_chunk > 0 && !reduce.empty() && apply(split_step(compute, reduce[0], {reduce_chunk}))) {
+    if (!chunked.empty() && !reduce.empty() && reduce[0] == chunked) {
       // The register tiles' outer loops (u.0, v.0) go inside the chunk loop.
       auto tiles = std::stable_partition(corder.begin(), corder.end(), [&](const std::string& loop) {
         return loop != cu + ".0" && loop != cv + ".0";
@@ -502,7 +517,7 @@ class DefaultScheduler {
     // one that selects between their buffers, and then keeps 13 of the 14 accumulators in memory
     // (a 3x3 convolution of 256 channels at 14x14 ran 2.1x slower); unrolled, each tile's loops
     // stand on their own.
-    if (reduce_chunk > 0 && !cu.empty() && extent_of(compute, cu + ".0") == 2)
+    if (!chunked.empty() && rows_split && row_tiles == 2)
       apply(annotate_step(compute, cu + ".0", Annotation::Unroll));
     for (size_t r = 0; r + 1 < reg.size(); ++r) apply(annotate_step(compute, reg[r], Annotation::Unroll));
     apply(annotate_step(compute, reg.back(), Annotation::Vectorize));
@@ -522,7 +537,9 @@ class DefaultScheduler {
       if (read_uses_axis(read, c.axes[static_cast<size_t>(v)].name))
         weight_bytes = std::max(weight_bytes, dtype_bytes(dag_.op(read->name).dtype));
     if (weight_bytes == 0) return 0;
-    int64_t per_unit = reg_blocks * lanes_ * weight_bytes;  // bytes per step of the first reduction axis
+    // Bytes per step of the first reduction axis: a block of output channels is a vector or, with
+    // blocks of 8 on 16 lanes, half of one.
+    int64_t per_unit = reg_blocks * std::min(lanes_, c.axes[static_cast<size_t>(v)].extent) * weight_bytes;
     for (size_t r = 1; r < c.reduce_axes.size(); ++r) per_unit *= c.reduce_axes[r].extent;
     const int64_t first = c.reduce_axes[0].extent;
     if (per_unit * first <= kL1Bytes) return 0;

@@ -81,6 +81,7 @@ struct Driver {
   CUresult (*event_record)(CUevent, CUstream);
   CUresult (*event_synchronize)(CUevent);
   CUresult (*event_elapsed)(float*, CUevent, CUevent);
+  CUresult (*event_destroy)(CUevent);
   CUresult (*error_name)(CUresult, const char**);
   // CUDA graphs (optional: without them a batch is timed as plain back-to-back launches).
   CUresult (*stream_begin_capture)(CUstream, int);
@@ -92,7 +93,6 @@ struct Driver {
   // Optional too: only streams of a caller's own (CudaStream) use them.
   CUresult (*stream_destroy)(CUstream);
   CUresult (*memcpy_dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*event_destroy)(CUevent);
   bool has_graphs() const { return stream_begin_capture && stream_end_capture && graph_instantiate && graph_launch &&
                                    graph_exec_destroy && graph_destroy; }
 };
@@ -130,6 +130,7 @@ bool load_driver(Driver& d) {
   bind(d.event_record, "cuEventRecord");
   bind(d.event_synchronize, "cuEventSynchronize");
   bind(d.event_elapsed, "cuEventElapsedTime");
+  bind(d.event_destroy, "cuEventDestroy_v2");
   bind(d.error_name, "cuGetErrorName");
   auto bind_optional = [&](auto& fn, const char* name) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
@@ -142,7 +143,6 @@ bool load_driver(Driver& d) {
   bind_optional(d.graph_destroy, "cuGraphDestroy");
   bind_optional(d.stream_destroy, "cuStreamDestroy_v2");
   bind_optional(d.memcpy_dtod, "cuMemcpyDtoDAsync_v2");
-  bind_optional(d.event_destroy, "cuEventDestroy_v2");
   return ok;
 }
 
@@ -381,8 +381,7 @@ class DriverStream final : public CudaStream {
     try {
       rt_.make_current();
       if (graph_) rt_.driver().graph_exec_destroy(graph_);
-      if (rt_.driver().event_destroy)
-        for (CUevent e : events_) rt_.driver().event_destroy(e);
+      for (CUevent e : events_) rt_.driver().event_destroy(e);
       rt_.driver().stream_destroy(stream_);
     } catch (const Error&) {
       // Destructors must not throw; the failure surfaces through the runtime's next call.

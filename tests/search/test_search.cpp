@@ -398,11 +398,25 @@ TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are r
   CHECK(has_split(t, "rc", {16}));
   CHECK(has_split(t, "ow", {6}));
   CHECK(has_annotation(t, "ow.0", Annotation::Unroll));
+  // Computed at the parallel tile loop, the chunk loop outside the register tiles' loops.
+  std::string parallel, at;
+  std::vector<std::string> order;
+  for (const Step& s : t.steps) {
+    if (s.kind == StepKind::Annotate && s.annotation == Annotation::Parallel && s.stage == "Y") parallel = s.loop;
+    if (s.kind == StepKind::ComputeAt && s.stage == "Y.local") at = s.target_loop;
+    if (s.kind == StepKind::Reorder && s.stage == "Y.local") order = s.loops;
+  }
+  CHECK(!parallel.empty());
+  CHECK(at == parallel);
+  auto position = [&](const std::string& loop) { return std::find(order.begin(), order.end(), loop) - order.begin(); };
+  CHECK(position("rc.0") < position("ow.0"));
+  CHECK(position("ow.0") < position("rc.1"));
+  CHECK(position("rc.1") < static_cast<std::ptrdiff_t>(order.size()));
   HostTensors inputs = make_random_inputs(dag, 9);
   CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
 
-  // Weights that fit (3x3 over 16 channels, 18 KiB) and a pointwise convolution (no window) keep a
-  // register tile's whole reduction innermost.
+  // Weights that fit (3x3 over 16 channels, 18 KiB) and a pointwise convolution (no window; 64 KiB a
+  // tile, two tiles a row) keep a register tile's whole reduction innermost.
   auto splits_rc = [](const Trace& trace) {
     return std::any_of(trace.steps.begin(), trace.steps.end(),
                        [](const Step& s) { return s.kind == StepKind::Split && s.loop == "rc"; });
@@ -410,16 +424,21 @@ TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are r
   ComputeDAG narrow = build_op("conv2d", {{"N", "1"}, {"C", "16"}, {"H", "14"}, {"W", "14"}, {"F", "64"},
                                           {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"layout", "nchw16c"}});
   CHECK_FALSE(splits_rc(default_schedule(narrow, CpuTargetSpec{16, 2})));
-  ComputeDAG pointwise = build_op("conv2d", {{"N", "1"}, {"C", "512"}, {"H", "7"}, {"W", "7"}, {"F", "64"},
+  ComputeDAG pointwise = build_op("conv2d", {{"N", "1"}, {"C", "512"}, {"H", "14"}, {"W", "14"}, {"F", "64"},
                                              {"KH", "1"}, {"KW", "1"}, {"layout", "nchw16c"}});
   CHECK_FALSE(splits_rc(default_schedule(pointwise, CpuTargetSpec{16, 2})));
 
-  // Blocks of 8 (AVX2's lanes), 3x3 over 120 channels at 13x13 (68 KiB a tile): chunks of 40.
+  // Blocks of 8 (AVX2's lanes), 3x3 over 120 channels at 13x13 (68 KiB a tile): chunks of 40. With
+  // 16 lanes the same blocks of 8 hold as many bytes; 72 channels (41 KiB a tile) fit.
   ComputeDAG avx2 = build_op("conv2d", {{"N", "1"}, {"C", "120"}, {"H", "13"}, {"W", "13"}, {"F", "32"}, {"KH", "3"},
                                         {"KW", "3"}, {"pad", "1"}, {"layout", "nchw8c"}});
   const Trace t8 = default_schedule(avx2, CpuTargetSpec{8, 2});
   INFO(trace_to_json(t8, true));
   CHECK(has_split(t8, "rc", {40}));
+  CHECK(has_split(default_schedule(avx2, CpuTargetSpec{16, 2}), "rc", {40}));
+  ComputeDAG fits = build_op("conv2d", {{"N", "1"}, {"C", "72"}, {"H", "13"}, {"W", "13"}, {"F", "32"}, {"KH", "3"},
+                                        {"KW", "3"}, {"pad", "1"}, {"layout", "nchw8c"}});
+  CHECK_FALSE(splits_rc(default_schedule(fits, CpuTargetSpec{16, 2})));
   if (host_vector_lanes() >= 8) {
     HostTensors avx2_inputs = make_random_inputs(avx2, 10);
     CHECK(check_cpu_kernel(build_cpu_kernel(avx2, t8), avx2_inputs, evaluate_reference(avx2, avx2_inputs), avx2)

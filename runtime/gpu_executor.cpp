@@ -157,8 +157,7 @@ class GpuContext final : public ContextExecutor {
 
   std::vector<double> run_timed(const std::vector<BoundInput>& inputs) override {
     copy_inputs(inputs);
-    std::vector<double> seconds =
-        stream_->time_steps(args_.size(), [this](size_t k) { m_.module(k).run_on(*stream_, args_[k], scratch_[k]); });
+    std::vector<double> seconds = stream_->time_steps(args_.size(), [this](size_t k) { launch(k); });
     stream_->synchronize();
     return seconds;
   }
@@ -199,8 +198,9 @@ class GpuContext final : public ContextExecutor {
     }
   }
 
+  void launch(size_t k) { m_.module(k).run_on(*stream_, args_[k], scratch_[k]); }
   void launch_all() {
-    for (size_t k = 0; k < args_.size(); ++k) m_.module(k).run_on(*stream_, args_[k], scratch_[k]);
+    for (size_t k = 0; k < args_.size(); ++k) launch(k);
   }
 
   const GpuModel& m_;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <vector>
 
+#include "measure/timer.h"
+
 namespace tessel {
 
 BenchResult bench_runs(ExecutionContext& ctx, double min_time_s) {
@@ -39,10 +41,7 @@ ProfileResult profile_runs(ExecutionContext& ctx, double min_time_s) {
   }
   ProfileResult r;
   r.runs = runs;
-  for (std::vector<double>& samples : per_kernel) {
-    std::sort(samples.begin(), samples.end());
-    r.kernel_median_s.push_back(samples[(samples.size() - 1) / 2]);  // as bench_runs' median
-  }
+  for (const std::vector<double>& samples : per_kernel) r.kernel_median_s.push_back(median(samples));
   return r;
 }
 

@@ -65,7 +65,7 @@ size_t input_slot(const LoadedModel& model, const std::string& name, size_t posi
 // their medians summed; the slowest task first.
 nlohmann::json task_profile(const ModelArtifact& a, const ProfileResult& p) {
   std::map<std::pair<std::string, int64_t>, size_t> index;
-  nlohmann::json tasks = nlohmann::json::array();
+  std::vector<nlohmann::json> tasks;
   for (size_t k = 0; k < a.kernels.size(); ++k) {
     const PlanKernel& kernel = a.kernels[k];
     auto [it, fresh] = index.emplace(std::make_pair(kernel.workload_key, kernel.record_id), tasks.size());
@@ -76,11 +76,10 @@ nlohmann::json task_profile(const ModelArtifact& a, const ProfileResult& p) {
     t["kernels"] = t["kernels"].get<int>() + 1;
     t["seconds"] = t["seconds"].get<double>() + p.kernel_median_s[k];
   }
-  std::vector<nlohmann::json> sorted(tasks.begin(), tasks.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+  std::stable_sort(tasks.begin(), tasks.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
     return x["seconds"].get<double>() > y["seconds"].get<double>();
   });
-  return sorted;
+  return tasks;
 }
 
 void print_profile(const nlohmann::json& profile, bool graph) {

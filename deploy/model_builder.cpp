@@ -28,12 +28,39 @@ struct Chosen {
   std::optional<double> latency_s;
 };
 
-// The task's schedule: the log's best that still applies to the workload, else the default.
+// The bytes a GPU schedule's kernels keep in global memory between their launches (a padded input,
+// split-K partial sums): scratch the build places in the arena beside the model's values.
+int64_t gpu_scratch_bytes(const ComputeDAG& dag, const Trace& trace, const CudaDeviceInfo& device) {
+  const CudaProgram program = emit_cuda(lower(replay(dag, trace), "scratch", gpu_lower_options(device)));
+  int64_t bytes = 0;
+  for (const BufferParam& p : program.scratch) bytes += buffer_bytes(p);
+  return bytes;
+}
+
+std::string megabytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+// The task's schedule: the log's best that still applies to the workload, else the default. With
+// `scratch_budget` (cuda), only schedules whose scratch fits it.
 Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& target, const BuildOptions& o,
-              std::vector<std::string>& notes) {
+              std::vector<std::string>& notes, std::optional<int64_t> scratch_budget = std::nullopt) {
   Chosen c;
   if (log) {
-    if (std::optional<MeasureRecord> best = log->best(task.key, target)) {
+    RecordValidator fits;
+    if (scratch_budget)
+      fits = [&](const MeasureRecord& r) -> std::optional<std::string> {
+        try {
+          const int64_t bytes = gpu_scratch_bytes(task.dag, trace_from_json(r.trace_json, "log record"), o.device);
+          if (bytes <= *scratch_budget) return std::nullopt;
+          return "its scratch takes " + megabytes(bytes);
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      };
+    if (std::optional<MeasureRecord> best = log->best(task.key, target, fits)) {
       try {
         c.trace = trace_from_json(best->trace_json, "log record " + std::to_string(best->id));
         replay(task.dag, c.trace);
@@ -46,10 +73,10 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
       }
     }
   }
-  c.trace =
-      o.target == TargetKind::Cuda
-          ? default_gpu_schedule(task.dag, GpuTargetSpec{o.device.max_threads_per_block, o.device.max_shared_per_block})
-          : default_schedule(task.dag, CpuTargetSpec{host_vector_lanes(), available_cores()});
+  GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
+  if (scratch_budget) gpu.max_partial_sum_bytes = *scratch_budget;
+  c.trace = o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu)
+                                         : default_schedule(task.dag, CpuTargetSpec{host_vector_lanes(), available_cores()});
   return c;
 }
 
@@ -178,27 +205,10 @@ void place_values(ModelArtifact& a, BuildReport& report) {
 
 }  // namespace
 
-BuildReport build_model(const Model& model, const BuildOptions& o, const std::string& out_path) {
-  const auto start = std::chrono::steady_clock::now();
-  BuildReport report;
-  std::optional<TuningLog> log;
-  if (o.db) log.emplace(TuningLog::open(*o.db, TuningLog::Mode::ReadOnly));
-  const TargetInfo target = o.target == TargetKind::Cuda ? cuda_target(o.device) : host_llvm_target();
-
-  std::vector<Chosen> chosen;
-  for (const ModelTask& task : model.tasks)
-    chosen.push_back(choose(task, log ? &*log : nullptr, target, o, report.notes));
-  const std::string scratch_dir =
-      (std::filesystem::temp_directory_path() / ("tessel-build-" + std::to_string(getpid()))).string();
-  std::filesystem::create_directories(scratch_dir);
-  std::vector<CompiledTask> compiled(model.tasks.size());
-  parallel_indices(model.tasks.size(), [&](size_t i) {
-    compiled[i] = compile(model.tasks[i], chosen[i].trace, "tessel_k" + std::to_string(i), o, scratch_dir);
-  });
-  std::filesystem::remove_all(scratch_dir);
-  for (const CompiledTask& c : compiled)
-    if (!c.error.empty()) throw Error("cannot build " + c.error);
-
+// The artifact of the compiled tasks: its buffers, the kernels in the partition's order, the
+// outputs, and every value and scratch buffer placed in the arena (report's arena and bound).
+ModelArtifact assemble(const Model& model, const BuildOptions& o, const std::vector<CompiledTask>& compiled,
+                       const std::vector<Chosen>& chosen, BuildReport& report, std::vector<std::vector<uint8_t>>& blobs) {
   ModelArtifact a;
   a.target = o.target;
   a.arch = o.target == TargetKind::Cuda ? o.device.arch : host_llvm_target().arch;
@@ -206,7 +216,6 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
   if (o.target == TargetKind::Llvm) a.cpu_features = host_llvm_target().cpu_features;  // the runtime checks them
   a.tool_version = std::string("tessel ") + TESSEL_VERSION;
   a.model = model.path;
-  std::vector<std::vector<uint8_t>> blobs;
   BufferTable buffers(a, blobs);
   for (const std::string& in : model.graph.inputs)
     a.inputs.push_back(buffers.add(in, model.graph.value(in).info, PlanBuffer::Kind::Input));
@@ -257,6 +266,66 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
                                      : throw Error("nothing computes the output '" + out + "'"));
   }
   place_values(a, report);
+  return a;
+}
+
+BuildReport build_model(const Model& model, const BuildOptions& o, const std::string& out_path) {
+  const auto start = std::chrono::steady_clock::now();
+  BuildReport report;
+  std::optional<TuningLog> log;
+  if (o.db) log.emplace(TuningLog::open(*o.db, TuningLog::Mode::ReadOnly));
+  const TargetInfo target = o.target == TargetKind::Cuda ? cuda_target(o.device) : host_llvm_target();
+
+  std::vector<Chosen> chosen;
+  for (const ModelTask& task : model.tasks)
+    chosen.push_back(choose(task, log ? &*log : nullptr, target, o, report.notes));
+  std::vector<CompiledTask> compiled(model.tasks.size());
+  auto compile_tasks = [&](const std::vector<size_t>& which) {
+    const std::string scratch_dir =
+        (std::filesystem::temp_directory_path() / ("tessel-build-" + std::to_string(getpid()))).string();
+    std::filesystem::create_directories(scratch_dir);
+    parallel_indices(which.size(), [&](size_t i) {
+      const size_t t = which[i];
+      compiled[t] = compile(model.tasks[t], chosen[t].trace, "tessel_k" + std::to_string(t), o, scratch_dir);
+    });
+    std::filesystem::remove_all(scratch_dir);
+    for (size_t t : which)
+      if (!compiled[t].error.empty()) throw Error("cannot build " + compiled[t].error);
+  };
+  std::vector<size_t> all(model.tasks.size());
+  for (size_t t = 0; t < all.size(); ++t) all[t] = t;
+  compile_tasks(all);
+  std::vector<std::vector<uint8_t>> blobs;
+  ModelArtifact a = assemble(model, o, compiled, chosen, report, blobs);
+
+  // On the GPU a kernel's scratch (split-K partial sums, a padded input) lives beside the values
+  // alive during that kernel. Within a fifth of the values' liveness bound it keeps the arena near
+  // the memory target, 1.2x the bound; a task whose schedule needs more takes its best schedule
+  // that fits (or a default that does), and the build says so.
+  if (o.target == TargetKind::Cuda) {
+    const int64_t budget = report.live_bound_bytes / 5;
+    std::vector<size_t> over;
+    for (size_t t = 0; t < model.tasks.size(); ++t) {
+      int64_t bytes = 0;
+      for (const BufferParam& p : compiled[t].scratch) bytes += buffer_bytes(p);
+      if (bytes <= budget) continue;
+      const Chosen before = chosen[t];
+      chosen[t] = choose(model.tasks[t], log ? &*log : nullptr, target, o, report.notes, budget);
+      auto which = [](const Chosen& c) {
+        return c.record_id >= 0 ? "record " + std::to_string(c.record_id) : std::string("the default schedule");
+      };
+      if (before.record_id >= 0)  // a default over the budget is simply built within it
+        report.notes.push_back(model.tasks[t].name + ": " + which(before) + " keeps " + megabytes(bytes) +
+                               " in scratch, over the build's budget of " + megabytes(budget) +
+                               " (a fifth of the model values' liveness bound); " + which(chosen[t]) + " instead");
+      over.push_back(t);
+    }
+    if (!over.empty()) {
+      compile_tasks(over);
+      blobs.clear();
+      a = assemble(model, o, compiled, chosen, report, blobs);
+    }
+  }
   for (const PlanBuffer& b : a.buffers)
     if (b.kind == PlanBuffer::Kind::Weight) report.weight_bytes += b.bytes();
   write_model_artifact(out_path, a, blobs);

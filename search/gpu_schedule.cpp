@@ -37,6 +37,8 @@ struct Knobs {
   int64_t row_unroll = 1;                    // rows: a thread's values of a row loaded per (unrolled) step
   int64_t row_vector = 1;                    // rows: vector lanes of the elementwise output along the row
   bool contraction_rows = false;             // contraction: each output a row reduced across threads
+  int64_t split_k = 1;                       // contraction: the first reduction axis in this many parts,
+                                             // partial results in global memory summed by a second kernel
   // Tensor cores (16-bit contractions): a block of warps_m x warps_n warps, each computing
   // tiles_m x tiles_n tiles of 16 x 16, the reduction staged in shared memory k_tiles x 16 at a time.
   bool tensor_core = true;
@@ -97,6 +99,12 @@ const std::vector<int64_t>& warp_multiples() {
 // Reductions this short (depthwise convolution's 3x3 window) run serially inside one thread each.
 constexpr int64_t kShortReduction = 64;
 
+int64_t ceil_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
 int64_t floor_pow2(int64_t n) {
   int64_t p = 1;
   while (p * 2 <= n) p *= 2;
@@ -123,6 +131,39 @@ const Operation* reduction_per_output(const ComputeDAG& dag) {
     found = &op;
   }
   return found && found->num_elements() == out.num_elements() ? found : nullptr;
+}
+
+// Blocks enough to keep every multiprocessor of an H100 or H200 (132) busy with two.
+constexpr int64_t kBusyBlocks = 264;
+
+// The parts a contraction's reduction may be split into (split-K), 1 first: powers of two up to 32
+// that leave each part at least two values of the split axis and 64 products, offered where the
+// output fills fewer than kBusyBlocks blocks of 64 x 64 (larger outputs have blocks enough).
+std::vector<int64_t> split_k_options(const Operation& c) {
+  std::vector<int64_t> options{1};
+  if (c.reduce_axes.empty() || c.num_elements() >= kBusyBlocks * 64 * 64) return options;
+  int64_t products = 1;
+  for (const Axis& r : c.reduce_axes) products *= r.extent;
+  for (int64_t s = 2; s <= 32; s *= 2)
+    if (c.reduce_axes[0].extent >= 2 * s && products / s >= 64) options.push_back(s);
+  return options;
+}
+
+// The default's split: where the default tiles (64 x 64 outputs a block) make fewer blocks than
+// the multiprocessors, the fewest parts (of those offered) that make kBusyBlocks. A 3x3
+// convolution of 512 channels at 7x7 makes 56 blocks: 8 parts of 64 input channels each.
+int64_t default_split_k(const Operation& c, int64_t block_rows, int64_t block_cols) {
+  const ContractionAxes ax = contraction_axes(c);
+  int64_t blocks = 1;
+  for (int a = 0; a < static_cast<int>(c.axes.size()); ++a) {
+    const int64_t n = c.axes[a].extent;
+    blocks *= a == ax.v ? (n + block_cols - 1) / block_cols : a == ax.u ? (n + block_rows - 1) / block_rows : n;
+  }
+  if (blocks >= kBusyBlocks / 2) return 1;
+  int64_t split = 1;
+  for (int64_t s : split_k_options(c))
+    if (split * blocks < kBusyBlocks) split = s;
+  return split;
 }
 
 // Where the rows sketch is offered beside the multi-level tiling (the search chooses), and where
@@ -410,6 +451,11 @@ class GpuScheduler {
   }
 
   void schedule_contraction(const Operation& contraction, const Operation& out) {
+    if (k_.split_k > 1) {
+      const TraceBuilder before = b_;
+      if (schedule_split_reduction(contraction, out)) return;
+      b_ = before;  // the reduction does not split that way: the plain tiling
+    }
     std::string compute = contraction.name;
     if (contraction.name == out.name) {
       apply(cache_write_step(out.name, MemScope::Local));
@@ -427,6 +473,50 @@ class GpuScheduler {
     const std::string k0 = tile_thread(compute);
     stage_operands(reads, compute, k0, tiles);
     if (k_.double_buffer && (k_.stage_a || k_.stage_b)) apply(pragma_step(compute, k0, "double_buffer", 1));
+  }
+
+  // Split-K. The contraction C's first reduction axis k in split_k parts of `chunk` each:
+  //   C.rf[part, ..] = the multi-level tiling's sum over k.1 (and the other reductions) at
+  //                    k = part * chunk + k.1, the parts among the blocks (its own kernel);
+  //   out[..]        = the epilogue of C[..] = sum over the parts of C.rf[part, ..], one output
+  //                    per thread, the parts added in registers (a second kernel).
+  // Few outputs with a long reduction (a 3x3 convolution at 7x7: 25088 outputs of 4608 products)
+  // otherwise make too few blocks to fill the multiprocessors. False where the steps do not apply.
+  bool schedule_split_reduction(const Operation& contraction, const Operation& out) {
+    const Axis k = contraction.reduce_axes[0];
+    const int64_t chunk = (k.extent + k_.split_k - 1) / k_.split_k;
+    if ((k.extent + chunk - 1) / chunk < 2) return false;
+    const std::string c = contraction.name, rf = rfactor_stage_name(c);
+    if (!apply(split_step(c, k.name, {chunk})) || !apply(rfactor_step(c, k.name + ".0", 0))) return false;
+    for (const Operation& op : dag_.ops()) {
+      if (op.is_placeholder || op.name == out.name || op.name == c) continue;
+      if (op.body->op == ExprOp::Select) schedule_elementwise(op.name);  // padding: once, up front
+      else if (!apply(compute_inline_step(op.name))) return false;
+    }
+    if (!apply(cache_write_step(rf, MemScope::Local))) return false;
+    const std::string compute = cache_stage_name(rf, MemScope::Local);
+    const OutputTiles tiles = tile_output(rf, compute);
+    const std::string k0 = tile_thread(compute);
+    stage_operands(tensor_reads(state().op(compute).body), compute, k0, tiles);
+    if (k_.double_buffer && (k_.stage_a || k_.stage_b)) apply(pragma_step(compute, k0, "double_buffer", 1));
+
+    std::string sum = c;
+    if (c == out.name) {
+      if (!apply(cache_write_step(c, MemScope::Local))) return false;
+      sum = cache_stage_name(c, MemScope::Local);
+    } else if (!apply(set_scope_step(c, MemScope::Local))) {
+      return false;
+    }
+    std::vector<std::string> loops = leaves(out.name);
+    std::string f = loops[0];
+    if (loops.size() > 1 && apply(fuse_step(out.name, loops))) f = leaves(out.name)[0];
+    const int64_t threads = std::min(k_.elem_threads, std::max<int64_t>(32, floor_pow2(extent(out.name, f))));
+    if (!apply(split_step(out.name, f, {threads}))) return false;
+    apply(annotate_step(out.name, f + ".0", Annotation::BlockX));
+    apply(annotate_step(out.name, f + ".1", Annotation::ThreadX));
+    if (!apply(compute_at_step(sum, out.name, f + ".1"))) return false;
+    apply(annotate_step(sum, k.name + ".0", Annotation::Unroll));
+    return true;
   }
 
   // Tensor cores. With R the contraction and out its 16-bit epilogue:
@@ -688,6 +778,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.row_unroll = pick({1, 1, 2, 4, 8});
   k.row_vector = pick({1, 2, 4});
   k.contraction_rows = pick({0, 1}) != 0;
+  k.split_k = pick({1, 1, 1, 2, 4, 8, 16, 32});
   if (pick({0, 1}) != 0) k.row_threads = pick(warp_multiples());
   k.tensor_core = pick({0, 1, 1}) != 0;
   k.warps_m = pick({1, 2, 4});
@@ -764,6 +855,8 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     k.unroll_max_step = d.choose("auto_unroll", {0, 16, 64, 512}, DecisionKind::Unroll);
     k.fetch_vector = d.choose("fetch.vector", {1, 4}, DecisionKind::Vector);
     k.double_buffer = d.choose("stage.double_buffer", {0, 1}, DecisionKind::Structure) != 0;
+    const std::vector<int64_t> splits = split_k_options(*contraction);
+    if (splits.size() > 1) k.split_k = d.choose("split_k", splits, DecisionKind::Structure);
   }
   // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows
   // until they fit (as sample_knobs does), so that few samples are wasted.
@@ -818,6 +911,20 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
       Trace t = GpuScheduler(dag, k).run();
       if (lowers(dag, t, target)) return t;
     }
+  }
+  if (c && !knobs.contraction_rows) {
+    // An output row shorter than the block's 64 columns (a convolution at 7x7 or 14x14) takes blocks
+    // of the next power of two, one column a thread: the tuner's best for ResNet-50's convolutions
+    // at 7x7 and 14x14 on an H200 had blocks 8 or 16 wide, 1 or 2 columns a thread.
+    const int64_t row = c->axes[static_cast<size_t>(contraction_axes(*c).v)].extent;
+    if (row < knobs.block_cols) {
+      knobs.block_cols = std::max<int64_t>(8, ceil_pow2(row));
+      knobs.thread_cols = 1;
+    }
+    knobs.split_k = default_split_k(*c, knobs.block_rows, knobs.block_cols);
+    const int64_t bytes = c->num_elements() * static_cast<int64_t>(sizeof(float));  // partial sums in float32
+    while (knobs.split_k > 1 && target.max_partial_sum_bytes > 0 && knobs.split_k * bytes > target.max_partial_sum_bytes)
+      knobs.split_k /= 2;
   }
   Trace t = GpuScheduler(dag, knobs).run();
   if (lowers(dag, t, target)) return t;

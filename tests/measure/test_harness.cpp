@@ -9,6 +9,7 @@
 #include "schedule/ops/op_library.h"
 #include "schedule/te/error.h"
 #include "search/default_schedule.h"
+#include "search/gpu_schedule.h"
 #include "tests/skip.h"
 
 using namespace tessel;
@@ -187,4 +188,31 @@ TEST_CASE("cuda gpu: the cuda harness measures, and survives an out-of-bounds ke
   CHECK(r[1].error == ErrorCode::RuntimeError);
   CHECK(r[2].error == ErrorCode::WrongAnswer);
   CHECK(r[3].error == ErrorCode::Ok);  // the runner came back after the poisoned context
+}
+
+TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute the reference at odd shapes",
+          "[measure][cuda][gpu]") {
+  // Each default splits its reduction into parts that do not divide it (the last part guarded):
+  // with an epilogue of bias and relu, without one (the sum of the parts in registers), a matmul.
+  const std::vector<std::pair<std::string, OpParams>> cases = {
+      {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"},
+                  {"pad", "1"}, {"bias", "1"}, {"act", "relu"}}},
+      {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {"matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}}},
+  };
+  for (const auto& [op, params] : cases) {
+    ComputeDAG dag = build_op(op, params);
+    Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+    INFO(op << ": " << trace_to_json(t));
+    REQUIRE(std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.kind == StepKind::RFactor; }));
+    std::string no_gpu;
+    std::unique_ptr<Measurer> m = cuda_measurer(dag, cuda_options(), &no_gpu);
+    if (!m) {
+      tessel_test::skip_test(no_gpu);
+      return;
+    }
+    std::vector<MeasureResult> r = m->measure({{t, Fault::None}});
+    INFO(r[0].message);
+    CHECK(r[0].error == ErrorCode::Ok);
+  }
 }

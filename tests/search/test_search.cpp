@@ -875,3 +875,53 @@ TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a 
   INFO(ir);
   CHECK(ir.find("if (") == std::string::npos);
 }
+
+TEST_CASE("GPU contractions with few outputs and a long reduction split it (split-K)", "[search][gpu]") {
+  auto rfactors = [](const Trace& t) {
+    std::vector<Step> out;
+    for (const Step& s : t.steps)
+      if (s.kind == StepKind::RFactor) out.push_back(s);
+    return out;
+  };
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  // A 3x3 convolution of 100 channels into 61 at 7x7: one block of 64 x 64 outputs per row of the
+  // image, 7 in all. The default splits the 100 channels into 8 parts of 13 (the last guarded:
+  // 104 > 100), the parts first among the partial sums' axes (blocks), the sum in the epilogue's
+  // kernel, one output per thread.
+  ComputeDAG conv = build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"},
+                                        {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}});
+  Trace t = default_gpu_schedule(conv, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  std::vector<Step> rf = rfactors(t);
+  REQUIRE(rf.size() == 1);
+  CHECK(rf[0].stage == "conv");
+  CHECK(rf[0].loop == "rc.0");
+  CHECK(rf[0].value == 0);
+  CHECK(has_split(t, "rc", {13}));
+  const State s = replay(conv, t);
+  CHECK(s.op("conv.rf").axes[0].extent == 8);
+  CHECK(s.stage("conv.rf").scope == MemScope::Global);
+  CHECK(s.stage("conv").scope == MemScope::Local);
+  LoweredFunc f;
+  REQUIRE_NOTHROW(f = lower(s, "split", options));
+
+  // A matmul whose output fills its blocks keeps its reduction whole, and the search is not asked.
+  ComputeDAG big = build_op("matmul", {{"M", "2048"}, {"N", "1024"}, {"K", "1024"}});
+  CHECK(rfactors(default_gpu_schedule(big, GpuTargetSpec{})).empty());
+  Decider d(3);
+  Trace sampled = apply_sketch(gpu_sketches(big, GpuTargetSpec{})[0], big, d).trace;
+  for (const TraceDecision& dec : sampled.decisions) CHECK(dec.name != "split_k");
+
+  // A matmul of few outputs and a long reduction (97 x 61 by 771; no epilogue, so the sum over
+  // the parts goes through registers): each offered split lowers, and 4 parts split k by 193.
+  ComputeDAG mm = build_op("matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}});
+  for (int64_t parts : {1, 2, 4, 8}) {
+    Decider given(1, {{"split_k", {parts}}});
+    Trace p = apply_sketch(gpu_sketches(mm, GpuTargetSpec{})[0], mm, given).trace;
+    INFO(parts << ": " << trace_to_json(p, true));
+    CHECK(rfactors(p).size() == (parts > 1 ? 1u : 0u));
+    if (parts == 4) CHECK(has_split(p, "k", {193}));
+    CHECK_NOTHROW(lower(replay(mm, p), "parts", options));
+  }
+}

@@ -300,9 +300,9 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
 
   // On the GPU a kernel's scratch (split-K partial sums, a padded input) lives beside the values
   // alive during that kernel. Within a fifth of the values' liveness bound it keeps the arena near
-  // the memory target, 1.2x the bound; a task whose schedule needs more takes its best schedule
-  // that fits (or a default that does), and the build says so.
-  if (o.target == TargetKind::Cuda) {
+  // the memory target, 1.2x the bound: with memory_target, a task whose schedule needs more takes
+  // its best schedule that fits (or a default that does), and the build says so.
+  if (o.target == TargetKind::Cuda && o.memory_target) {
     const int64_t budget = report.live_bound_bytes / 5;
     std::vector<size_t> over;
     for (size_t t = 0; t < model.tasks.size(); ++t) {

@@ -26,6 +26,9 @@ BuildOptions build_options(const BuildArgs& args) {
   BuildOptions o;
   o.target = args.target;
   o.db = args.db;
+  o.memory_target = args.memory_target;
+  if (args.memory_target && args.target != TargetKind::Cuda)
+    throw InputError("--memory-target applies to cuda builds");
   if (args.target == TargetKind::Cuda) {
     // The GPU this machine has, or (none here) an H100's limits: a model built without a GPU runs
     // only where the architecture matches, and the log's records name the GPU they were timed on.

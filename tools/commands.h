@@ -114,6 +114,7 @@ struct BuildArgs {
   TargetKind target = TargetKind::Llvm;
   std::optional<std::string> db;  // the tuning log (none: default schedules)
   std::string output;             // the model file to write
+  bool memory_target = false;     // cuda: --memory-target (BuildOptions::memory_target)
   bool json = false;              // the build report as one JSON object
 };
 

@@ -251,6 +251,10 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--db", build.db, "tuning log: each task's best schedule (default: default schedules)");
   build_cmd->add_option("-o,--output", build.output, "the model file to write (MODEL.tsl; required)");
   build_cmd->add_flag("--json", build.json, "print the build report as one JSON object");
+  build_cmd->add_flag("--memory-target", build.memory_target,
+                      "cuda: keep memory within weights + 1.2x the intermediates' liveness bound: a kernel whose "
+                      "scratch (split-K partial sums, padded inputs) passes a fifth of the bound takes its best "
+                      "schedule that fits, maybe a slower one (each noted)");
 
   tessel::CostModelArgs costmodel;
   CLI::App* costmodel_cmd =

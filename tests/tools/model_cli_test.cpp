@@ -133,6 +133,7 @@ TEST_CASE("bad models and model options are refused with exit 2 and nothing reco
                  "--db", db, "--input-shape", "x=1x2"},
                 "--input-shape is for a model"},
            Case{{"tune", truncated, "--trials", "4", "--db", db}, "truncated.onnx"},
+           Case{{"build", model, "--memory-target", "-o", dir.file("m.tsl")}, "--memory-target applies to cuda"},
        }) {
     RunResult r = tessel(c.args);
     INFO(r.command << "\n" << r.err);

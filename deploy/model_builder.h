@@ -20,9 +20,10 @@ struct BuildOptions {
   std::optional<std::string> db;  // the tuning log (none: every kernel on its default schedule)
   CudaDeviceInfo device;          // cuda: what to compile for (the GPU found, or an H100's limits)
   std::string device_name;        // the CPU or GPU the build is for, recorded in the file
-  // cuda: every kernel's scratch within a fifth of the model values' liveness bound, so that a
-  // context's memory stays near weights + 1.2x the bound; a task whose best schedule needs more takes
-  // its best that fits (slower, noted in the report). Off: the fastest schedules, whatever their scratch.
+  // cuda: every kernel's scratch within what the values held at its step leave of 1.2x the values'
+  // liveness bound, so that a context's memory stays within weights + 1.2x the bound; a task whose
+  // best schedule needs more takes its best that fits (slower, noted in the report). Off: the fastest
+  // schedules, whatever their scratch.
   bool memory_target = false;
 };
 

@@ -253,8 +253,8 @@ int main(int argc, char** argv) {
   build_cmd->add_flag("--json", build.json, "print the build report as one JSON object");
   build_cmd->add_flag("--memory-target", build.memory_target,
                       "cuda: keep memory within weights + 1.2x the intermediates' liveness bound: a kernel whose "
-                      "scratch (split-K partial sums, padded inputs) passes a fifth of the bound takes its best "
-                      "schedule that fits, maybe a slower one (each noted)");
+                      "scratch (split-K partial sums, padded inputs) does not fit beside the values of its step "
+                      "takes its best schedule that fits, maybe a slower one (each noted)");
 
   tessel::CostModelArgs costmodel;
   CLI::App* costmodel_cmd =

@@ -143,7 +143,7 @@ TEST_CASE("a cpu build keeps inputs and outputs out of the arena", "[deploy]") {
 
 namespace tessel {
 
-TEST_CASE("a cuda build for the memory target keeps each kernel's scratch within a fifth of the values' liveness bound",
+TEST_CASE("a cuda build for the memory target keeps each kernel's scratch within what its step's values leave",
           "[deploy]") {
   // x[1,512,7,7] -> 1x1 Conv to 64 channels -> Relu -> y: 49 outputs a channel, a reduction of 512.
   // Unconstrained, the default splits the reduction into 8 parts (partial sums of 100 KB, against

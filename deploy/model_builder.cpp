@@ -75,8 +75,8 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
   }
   GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
   if (scratch_budget) gpu.max_partial_sum_bytes = *scratch_budget;
-  c.trace = o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu)
-                                         : default_schedule(task.dag, CpuTargetSpec{host_vector_lanes(), available_cores()});
+  const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
+  c.trace = o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu) : default_schedule(task.dag, cpu);
   return c;
 }
 
@@ -190,7 +190,8 @@ void place_values(ModelArtifact& a, BuildReport& report, std::vector<int64_t>& h
   const int64_t graph_bound = live_bound_bytes(true_lives);
   held.assign(a.kernels.size(), 0);
   for (const Lifetime& l : lives)
-    for (int64_t k = l.first; k <= l.last && k < static_cast<int64_t>(held.size()); ++k) held[static_cast<size_t>(k)] += l.bytes;
+    for (int64_t k = l.first; k <= l.last && k < static_cast<int64_t>(held.size()); ++k)
+      held[static_cast<size_t>(k)] += l.bytes;
   for (size_t k = 0; k < a.kernels.size(); ++k)
     for (const BufferParam& s : a.kernels[k].scratch)
       lives.push_back(Lifetime{buffer_bytes(s), static_cast<int64_t>(k), static_cast<int64_t>(k)});

@@ -923,8 +923,8 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
     }
     knobs.split_k = default_split_k(*c, knobs.block_rows, knobs.block_cols);
     const int64_t bytes = c->num_elements() * static_cast<int64_t>(sizeof(float));  // partial sums in float32
-    while (knobs.split_k > 1 && target.max_partial_sum_bytes > 0 && knobs.split_k * bytes > target.max_partial_sum_bytes)
-      knobs.split_k /= 2;
+    const int64_t most = target.max_partial_sum_bytes;
+    while (knobs.split_k > 1 && most > 0 && knobs.split_k * bytes > most) knobs.split_k /= 2;
   }
   Trace t = GpuScheduler(dag, knobs).run();
   if (lowers(dag, t, target)) return t;

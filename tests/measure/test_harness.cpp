@@ -197,7 +197,8 @@ TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute 
   const std::vector<std::pair<std::string, OpParams>> cases = {
       {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"},
                   {"pad", "1"}, {"bias", "1"}, {"act", "relu"}}},
-      {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
+      {"conv2d",
+       {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
       {"matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}}},
   };
   for (const auto& [op, params] : cases) {

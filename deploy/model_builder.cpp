@@ -326,6 +326,7 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
     std::vector<int64_t> fastest_scratch(model.tasks.size());
     for (size_t t = 0; t < model.tasks.size(); ++t) fastest_scratch[t] = scratch_of(t);
     for (int attempt = 0; attempt < 2; ++attempt) {
+      if (attempt == 1 && a.arena_bytes <= limit) break;
       std::vector<size_t> over;
       for (size_t t = 0; t < model.tasks.size(); ++t) {
         const int64_t budget = attempt == 0 ? room[t] : std::min(room[t], report.live_bound_bytes / 5);
@@ -333,11 +334,10 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
         chosen[t] = choose(model.tasks[t], log ? &*log : nullptr, target, o, report.notes, budget);
         over.push_back(t);
       }
-      if (over.empty()) break;
+      if (over.empty()) continue;
       compile_tasks(over);
       blobs.clear();
       a = assemble(model, o, compiled, chosen, report, blobs, held);
-      if (a.arena_bytes <= limit) break;
     }
     for (size_t t = 0; t < model.tasks.size(); ++t) {
       if (fastest[t].record_id < 0 || chosen[t].record_id == fastest[t].record_id) continue;

@@ -369,7 +369,7 @@ class DefaultScheduler {
       compute = cache_stage_name(out.name, MemScope::Local);
     }
     inline_all_but_contraction(contraction.name, out.name);
-    const Operation& c = state().op(compute);
+    const Operation c = state().op(compute);  // a copy: every applied step replaces the state
     size_t rank = c.axes.size();
     auto [u, v, w] = contraction_axes(c);
     // A vector axis of one vector (a block of output channels) leaves the register tile one vector

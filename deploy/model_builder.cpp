@@ -313,10 +313,9 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
   if (o.target == TargetKind::Cuda && o.memory_target) {
     const int64_t limit = report.live_bound_bytes * 6 / 5;
     std::vector<int64_t> room(model.tasks.size(), limit);
-    for (size_t k = 0; k < a.kernels.size(); ++k) {
-      const size_t t = static_cast<size_t>(std::stoll(a.kernels[k].entry.substr(std::string("tessel_k").size())));
-      room[t] = std::min(room[t], std::max<int64_t>(0, limit - held[k]));
-    }
+    for (size_t t = 0; t < model.tasks.size(); ++t)
+      for (size_t s : model.tasks[t].subgraphs)  // kernel s computes subgraph s
+        room[t] = std::min(room[t], std::max<int64_t>(0, limit - held[s]));
     auto scratch_of = [&](size_t t) {
       int64_t bytes = 0;
       for (const BufferParam& p : compiled[t].scratch) bytes += buffer_bytes(p);

@@ -462,14 +462,29 @@ class GpuScheduler {
       compute = cache_stage_name(out.name, MemScope::Local);
     } else {
       apply(set_scope_step(compute, MemScope::Local));
-      for (const Operation& op : dag_.ops()) {
-        if (op.is_placeholder || op.name == out.name || op.name == compute || op.reduce != ReduceKind::None) continue;
-        if (op.body->op == ExprOp::Select) schedule_elementwise(op.name);  // padding: once, up front
-        else apply(compute_inline_step(op.name));
-      }
+      schedule_producers(compute, out.name);
     }
+    tile_contraction(out.name, compute);
+  }
+
+  // The stages besides the contraction and the output: padding (a Select) computed once up front,
+  // the others inlined. False where one is another reduction (left alone) or does not inline.
+  bool schedule_producers(const std::string& contraction, const std::string& out) {
+    bool all = true;
+    for (const Operation& op : dag_.ops()) {
+      if (op.is_placeholder || op.name == out || op.name == contraction) continue;
+      if (op.reduce != ReduceKind::None) all = false;
+      else if (op.body->op == ExprOp::Select) schedule_elementwise(op.name);  // padding: once, up front
+      else all = apply(compute_inline_step(op.name)) && all;
+    }
+    return all;
+  }
+
+  // The multi-level tiling of `compute` (the contraction, accumulating in registers) at the thread
+  // tile of `out`: blocks and threads over out's tile, the reduction staged through shared memory.
+  void tile_contraction(const std::string& out, const std::string& compute) {
     const std::vector<Expr> reads = tensor_reads(state().op(compute).body);
-    const OutputTiles tiles = tile_output(out.name, compute);
+    const OutputTiles tiles = tile_output(out, compute);
     const std::string k0 = tile_thread(compute);
     stage_operands(reads, compute, k0, tiles);
     if (k_.double_buffer && (k_.stage_a || k_.stage_b)) apply(pragma_step(compute, k0, "double_buffer", 1));
@@ -488,17 +503,8 @@ class GpuScheduler {
     if ((k.extent + chunk - 1) / chunk < 2) return false;
     const std::string c = contraction.name, rf = rfactor_stage_name(c);
     if (!apply(split_step(c, k.name, {chunk})) || !apply(rfactor_step(c, k.name + ".0", 0))) return false;
-    for (const Operation& op : dag_.ops()) {
-      if (op.is_placeholder || op.name == out.name || op.name == c) continue;
-      if (op.body->op == ExprOp::Select) schedule_elementwise(op.name);  // padding: once, up front
-      else if (!apply(compute_inline_step(op.name))) return false;
-    }
-    if (!apply(cache_write_step(rf, MemScope::Local))) return false;
-    const std::string compute = cache_stage_name(rf, MemScope::Local);
-    const OutputTiles tiles = tile_output(rf, compute);
-    const std::string k0 = tile_thread(compute);
-    stage_operands(tensor_reads(state().op(compute).body), compute, k0, tiles);
-    if (k_.double_buffer && (k_.stage_a || k_.stage_b)) apply(pragma_step(compute, k0, "double_buffer", 1));
+    if (!schedule_producers(c, out.name) || !apply(cache_write_step(rf, MemScope::Local))) return false;
+    tile_contraction(rf, cache_stage_name(rf, MemScope::Local));
 
     std::string sum = c;
     if (c == out.name) {

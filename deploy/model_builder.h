@@ -23,8 +23,8 @@ struct BuildOptions {
   // cuda: every kernel's scratch within what the values held at its step leave of 1.2x the values'
   // liveness bound, so that a context's memory stays within weights + 1.2x the bound; a task whose
   // best schedule needs more takes its best that fits (slower, noted in the report). Off: the fastest
-  // schedules, whatever their scratch.
-  bool memory_target = false;
+  // schedules, whatever their scratch. No effect on llvm builds (their kernels take no scratch).
+  bool memory_target = true;
 };
 
 struct BuiltTask {

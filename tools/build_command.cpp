@@ -26,9 +26,12 @@ BuildOptions build_options(const BuildArgs& args) {
   BuildOptions o;
   o.target = args.target;
   o.db = args.db;
-  o.memory_target = args.memory_target;
-  if (args.memory_target && args.target != TargetKind::Cuda)
-    throw InputError("--memory-target applies to cuda builds");
+  if (args.memory_target && args.no_memory_target)
+    throw InputError("--memory-target and --no-memory-target: one or the other");
+  if ((args.memory_target || args.no_memory_target) && args.target != TargetKind::Cuda)
+    throw InputError(std::string(args.memory_target ? "--memory-target" : "--no-memory-target") +
+                     " applies to cuda builds");
+  o.memory_target = !args.no_memory_target;
   if (args.target == TargetKind::Cuda) {
     // The GPU this machine has, or (none here) an H100's limits: a model built without a GPU runs
     // only where the architecture matches, and the log's records name the GPU they were timed on.

@@ -114,7 +114,8 @@ struct BuildArgs {
   TargetKind target = TargetKind::Llvm;
   std::optional<std::string> db;  // the tuning log (none: default schedules)
   std::string output;             // the model file to write
-  bool memory_target = false;     // cuda: --memory-target (BuildOptions::memory_target)
+  bool memory_target = false;     // cuda: --memory-target, the default (BuildOptions::memory_target)
+  bool no_memory_target = false;  // cuda: --no-memory-target, the fastest records whatever their scratch
   bool json = false;              // the build report as one JSON object
 };
 

@@ -42,8 +42,9 @@ def parse_args():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--image", type=int, default=224)
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of samples per system")
-    p.add_argument("--memory-target", action="store_true",
-                   help="build with `tessel build --memory-target` (scratch within the memory target)")
+    p.add_argument("--no-memory-target", action="store_true",
+                   help="cuda: build with `tessel build --no-memory-target` (the fastest records, whatever "
+                   "memory their scratch takes)")
     p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
     p.add_argument("--threads", type=int, default=0,
                    help="llvm: threads for tessel, torch and onnxruntime (default: the cores this process may use)")
@@ -162,8 +163,8 @@ def build(args, onnx_path, out_dir):
     cmd = [args.tessel, "build", onnx_path, "--target", args.target, "-o", tsl, "--json"]
     if args.db:
         cmd += ["--db", args.db]
-    if args.memory_target:
-        cmd += ["--memory-target"]
+    if args.no_memory_target:
+        cmd += ["--no-memory-target"]
     t0 = time.perf_counter()
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:

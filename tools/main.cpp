@@ -252,9 +252,11 @@ int main(int argc, char** argv) {
   build_cmd->add_option("-o,--output", build.output, "the model file to write (MODEL.tsl; required)");
   build_cmd->add_flag("--json", build.json, "print the build report as one JSON object");
   build_cmd->add_flag("--memory-target", build.memory_target,
-                      "cuda: keep memory within weights + 1.2x the intermediates' liveness bound: a kernel whose "
-                      "scratch (split-K partial sums, padded inputs) does not fit beside the values of its step "
-                      "takes its best schedule that fits, maybe a slower one (each noted)");
+                      "cuda, the default: keep memory within weights + 1.2x the intermediates' liveness bound: a "
+                      "kernel whose scratch (split-K partial sums, padded inputs) does not fit beside the values "
+                      "of its step takes its best schedule that fits, maybe a slower one (each noted)");
+  build_cmd->add_flag("--no-memory-target", build.no_memory_target,
+                      "cuda: each task's fastest record, whatever memory its scratch takes");
 
   tessel::CostModelArgs costmodel;
   CLI::App* costmodel_cmd =

@@ -7,15 +7,15 @@
 # OUT/MODEL_bBATCH.db, resumed when it is there already, so a long tuning runs in bounded steps.
 #
 # Usage, from the repository root with bundle/ from `make bundle`:
-#   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] [ROUNDS=1] [MEMORY_TARGET=0] \
+#   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] [ROUNDS=1] [MEMORY_TARGET=1] \
 #     bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
 # MODEL is resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base; images are 224x224, sequences
 # 128 tokens. TUNE_S=0 tunes nothing (the build takes the log as it is, or default schedules);
 # COMPARE=0 only tunes. TARGET=llvm tunes and runs on the host's CPU cores instead, against torch
 # eager and onnxruntime's CPU provider on as many threads (SKIP=torch_compile,max_autotune there);
 # its logs are OUT/MODEL_bBATCH_llvm.db. ROUNDS>1 times the systems in turn that many times and gives
-# the speed-ups as medians of the rounds' ratios (for a CPU shared with other work). MEMORY_TARGET=1
-# builds with `tessel build --memory-target` (cuda: kernels' scratch within the memory target).
+# the speed-ups as medians of the rounds' ratios (for a CPU shared with other work). MEMORY_TARGET=0
+# builds with `tessel build --no-memory-target` (cuda: the fastest records, whatever their scratch).
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}
@@ -25,7 +25,7 @@ COMPARE=${COMPARE:-1}
 SKIP=${SKIP:-}
 MAX_COMPILE_S=${MAX_COMPILE_S:-0}  # give up on a torch.compile mode whose compile takes longer
 ROUNDS=${ROUNDS:-1}
-MEMORY_TARGET=${MEMORY_TARGET:-0}
+MEMORY_TARGET=${MEMORY_TARGET:-1}
 export PYTHONPATH=bundle/python${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$OUT"
 [ -x "$T" ] || { [ -f dist/bundle.tar.xz ] && tar -xJf dist/bundle.tar.xz; }
@@ -55,7 +55,7 @@ for spec in "$@"; do
   fi
   db=()
   [ -f "$log" ] && db=(--db "$log")
-  [ "$MEMORY_TARGET" != 0 ] && db+=(--memory-target)
+  [ "$MEMORY_TARGET" = 0 ] && [ "$TARGET" = cuda ] && db+=(--no-memory-target)
   if [ "$COMPARE" != 0 ]; then
     python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target "$TARGET" \
       "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" --max-compile-s "$MAX_COMPILE_S" \

@@ -134,6 +134,9 @@ TEST_CASE("bad models and model options are refused with exit 2 and nothing reco
                 "--input-shape is for a model"},
            Case{{"tune", truncated, "--trials", "4", "--db", db}, "truncated.onnx"},
            Case{{"build", model, "--memory-target", "-o", dir.file("m.tsl")}, "--memory-target applies to cuda"},
+           Case{{"build", model, "--no-memory-target", "-o", dir.file("m.tsl")}, "--no-memory-target applies to cuda"},
+           Case{{"build", model, "--target", "cuda", "--memory-target", "--no-memory-target", "-o", dir.file("m.tsl")},
+                "one or the other"},
        }) {
     RunResult r = tessel(c.args);
     INFO(r.command << "\n" << r.err);

@@ -1,5 +1,6 @@
 // The harness end to end: builder pool and runner workers through Measurer, with injected faults.
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <catch2/catch.hpp>
 #include <unistd.h>
@@ -190,22 +191,15 @@ TEST_CASE("cuda gpu: the cuda harness measures, and survives an out-of-bounds ke
   CHECK(r[3].error == ErrorCode::Ok);  // the runner came back after the poisoned context
 }
 
-TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute the reference at odd shapes",
-          "[measure][cuda][gpu]") {
-  // Each default splits its reduction into parts that do not divide it (the last part guarded):
-  // with an epilogue of bias and relu, without one (the sum of the parts in registers), a matmul.
-  const std::vector<std::pair<std::string, OpParams>> cases = {
-      {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"},
-                  {"pad", "1"}, {"bias", "1"}, {"act", "relu"}}},
-      {"conv2d",
-       {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}}},
-      {"matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}}},
-  };
+// The default GPU schedule of each case, which has the step `shape` looks for, run on the GPU and
+// checked against the reference (skipped without a GPU).
+static void check_gpu_defaults(const std::vector<std::pair<std::string, OpParams>>& cases,
+                               const std::function<bool(const Step&)>& shape) {
   for (const auto& [op, params] : cases) {
     ComputeDAG dag = build_op(op, params);
     Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
     INFO(op << ": " << trace_to_json(t));
-    REQUIRE(std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.kind == StepKind::RFactor; }));
+    REQUIRE(std::any_of(t.steps.begin(), t.steps.end(), shape));
     std::string no_gpu;
     std::unique_ptr<Measurer> m = cuda_measurer(dag, cuda_options(), &no_gpu);
     if (!m) {
@@ -216,4 +210,25 @@ TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute 
     INFO(r[0].message);
     CHECK(r[0].error == ErrorCode::Ok);
   }
+}
+
+TEST_CASE("cuda gpu: the pipelined default of long matrix products computes the reference at odd shapes",
+          "[measure][cuda][gpu]") {
+  // Reductions that steps of 32 do not divide (the last step guarded), outputs that blocks of 64 x 64
+  // do not tile; with an epilogue of bias and gelu, and without one.
+  check_gpu_defaults({{"dense", {{"M", "771"}, {"N", "700"}, {"K", "261"}, {"bias", "1"}, {"act", "gelu"}}},
+                      {"matmul", {{"M", "700"}, {"N", "771"}, {"K", "300"}}}},
+                     [](const Step& s) { return s.kind == StepKind::Pragma && s.pragma == "double_buffer"; });
+}
+
+TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute the reference at odd shapes",
+          "[measure][cuda][gpu]") {
+  // Each default splits its reduction into parts that do not divide it (the last part guarded):
+  // with an epilogue of bias and relu, without one (the sum of the parts in registers), a matmul.
+  check_gpu_defaults({{"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"},
+                                  {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}}},
+                      {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"},
+                                  {"KW", "3"}, {"pad", "1"}}},
+                      {"matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}}}},
+                     [](const Step& s) { return s.kind == StepKind::RFactor; });
 }

@@ -876,6 +876,39 @@ TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a 
   CHECK(ir.find("if (") == std::string::npos);
 }
 
+TEST_CASE("GPU default of a long matrix product: 8 x 4 outputs a thread, the reduction staged 32 at a time, twice",
+          "[search][gpu]") {
+  auto pragma = [](const Trace& t, const std::string& name) {
+    for (const Step& s : t.steps)
+      if (s.kind == StepKind::Pragma && s.pragma == name) return s.value;
+    return int64_t{0};
+  };
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  // 771 x 700 outputs (143 blocks of 64 x 64) of 261 products each, with bias and gelu: the
+  // reduction in steps of 32 (the last one guarded), the next step fetched during this one's
+  // products, all of a step unrolled; each thread 8 rows by 4 columns.
+  ComputeDAG dense = build_op("dense", {{"M", "771"}, {"N", "700"}, {"K", "261"}, {"bias", "1"}, {"act", "gelu"}});
+  Trace t = default_gpu_schedule(dense, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  CHECK(has_split(t, "k", {32}));
+  CHECK(pragma(t, "double_buffer") == 1);
+  CHECK(pragma(t, "auto_unroll_max_step") == 1024);
+  CHECK(has_split(t, "i1", {8, 8}));
+  CHECK(has_split(t, "j1", {16, 4}));
+  CHECK_NOTHROW(lower(replay(dense, t), "dense", options));
+
+  // Not where the reduction is short (attention's scores: 64 products), the input padded (a 3x3
+  // convolution) or the blocks few (split-K there).
+  ComputeDAG scores = build_op("batch_matmul", {{"B", "96"}, {"M", "128"}, {"N", "128"}, {"K", "64"}});
+  CHECK(pragma(default_gpu_schedule(scores, GpuTargetSpec{}), "double_buffer") == 0);
+  ComputeDAG conv = build_op("conv2d", {{"N", "16"}, {"C", "256"}, {"H", "14"}, {"W", "14"}, {"F", "256"},
+                                        {"KH", "3"}, {"KW", "3"}, {"pad", "1"}});
+  CHECK(pragma(default_gpu_schedule(conv, GpuTargetSpec{}), "double_buffer") == 0);
+  ComputeDAG few = build_op("matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}});
+  CHECK(pragma(default_gpu_schedule(few, GpuTargetSpec{}), "double_buffer") == 0);
+}
+
 TEST_CASE("GPU contractions with few outputs and a long reduction split it (split-K)", "[search][gpu]") {
   auto rfactors = [](const Trace& t) {
     std::vector<Step> out;

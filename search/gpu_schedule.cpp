@@ -39,6 +39,8 @@ struct Knobs {
   bool contraction_rows = false;             // contraction: each output a row reduced across threads
   int64_t split_k = 1;                       // contraction: the first reduction axis in this many parts,
                                              // partial results in global memory summed by a second kernel
+  bool fold_rows = true;                     // contraction: rows fewer than a block's, after an axis that
+                                             // the same operand alone reads, fused with it (rows_fold)
   // Tensor cores (16-bit contractions): a block of warps_m x warps_n warps, each computing
   // tiles_m x tiles_n tiles of 16 x 16, the reduction staged in shared memory k_tiles x 16 at a time.
   bool tensor_core = true;
@@ -172,6 +174,20 @@ bool long_plain_contraction(const ComputeDAG& dag, const Operation& c, const Kno
   });
   return !padded && products >= 256 && k.split_k == 1 &&
          tile_blocks(c, k.block_rows, k.block_cols) >= kBusyBlocks / 2;
+}
+
+// Whether the contraction's rows (axis u) may fold into the axis before them: that axis reads the
+// same operands as u (the activations' [sequence, batch] against one weight matrix, the rows of
+// a transformer's products as torch exports them), and u is shorter than a block's rows, which
+// it divides, as it divides a thread's rows or they divide it (the tiles stay whole boxes of the
+// two axes, the staging and the registers exact).
+bool rows_fold(const Operation& c, int u, int64_t block_rows, int64_t thread_rows) {
+  if (u < 1 || u >= static_cast<int>(c.axes.size())) return false;
+  const int64_t n = c.axes[u].extent;
+  if (n >= block_rows || block_rows % n != 0 || (thread_rows % n != 0 && n % thread_rows != 0)) return false;
+  for (const Expr& r : tensor_reads(c.body))
+    if (read_uses_axis(r, c.axes[u - 1].name) != read_uses_axis(r, c.axes[u].name)) return false;
+  return true;
 }
 
 // The default's split: where the default tiles (64 x 64 outputs a block) make fewer blocks than
@@ -676,12 +692,18 @@ class GpuScheduler {
 
   // Output: [others (blockIdx.z), u.0 (blockIdx.y), v.0 (blockIdx.x), u.1 (threadIdx.y),
   //          v.1 (threadIdx.x), u.2, v.2]; the contraction computed at the thread's tile.
+  // Rows that fold (rows_fold) are first fused with the axis before them: one axis of rows.
   OutputTiles tile_output(const std::string& out, const std::string& compute) {
-    const Operation& c = state().op(compute);
-    const int rank = static_cast<int>(c.axes.size());
+    const Operation c = state().op(compute);  // a copy: every applied step replaces the state
+    int rank = static_cast<int>(c.axes.size());
     const ContractionAxes ax = contraction_axes(c);
-    const int u = ax.u, v = ax.v;
+    int u = ax.u, v = ax.v;
     std::vector<std::string> axes = leaves(out);
+    if (k_.fold_rows && rows_fold(c, u, k_.block_rows, k_.thread_rows) &&
+        apply(fuse_step(out, {axes[static_cast<size_t>(u - 1)], axes[static_cast<size_t>(u)]}))) {
+      axes = leaves(out);
+      --u, --v, --rank;
+    }
     std::vector<std::string> others, blocks, threads, regs;
     OutputTiles tiles;
     for (int a = 0; a < rank; ++a) {
@@ -805,6 +827,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.row_vector = pick({1, 2, 4});
   k.contraction_rows = pick({0, 1}) != 0;
   k.split_k = pick({1, 1, 1, 2, 4, 8, 16, 32});
+  k.fold_rows = pick({0, 1}) != 0;
   if (pick({0, 1}) != 0) k.row_threads = pick(warp_multiples());
   k.tensor_core = pick({0, 1, 1}) != 0;
   k.warps_m = pick({1, 2, 4});
@@ -883,6 +906,9 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     k.double_buffer = d.choose("stage.double_buffer", {0, 1}, DecisionKind::Structure) != 0;
     const std::vector<int64_t> splits = split_k_options(*contraction);
     if (splits.size() > 1) k.split_k = d.choose("split_k", splits, DecisionKind::Structure);
+    const int u = contraction_axes(*contraction).u;
+    if (u >= 1 && rows_fold(*contraction, u, k.block_rows, k.thread_rows))
+      k.fold_rows = d.choose("rows.fold", {1, 0}, DecisionKind::Structure) != 0;
   }
   // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows
   // until they fit (as sample_knobs does), so that few samples are wasted.

@@ -8,6 +8,7 @@
 #include "codegen/llvm/llvm_backend.h"
 #include "measure/measurer.h"
 #include "schedule/ops/op_library.h"
+#include "schedule/te/dag_parser.h"
 #include "schedule/te/error.h"
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
@@ -193,21 +194,23 @@ TEST_CASE("cuda gpu: the cuda harness measures, and survives an out-of-bounds ke
 
 // The default GPU schedule of each case, which has the step `shape` looks for, run on the GPU and
 // checked against the reference (skipped without a GPU).
-static void check_gpu_defaults(const std::vector<std::pair<std::string, OpParams>>& cases,
+static void check_gpu_defaults(const std::vector<std::pair<std::string, ComputeDAG>>& cases,
                                const std::function<bool(const Step&)>& shape) {
-  for (const auto& [op, params] : cases) {
-    ComputeDAG dag = build_op(op, params);
-    Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
-    INFO(op << ": " << trace_to_json(t));
-    REQUIRE(std::any_of(t.steps.begin(), t.steps.end(), shape));
+  std::vector<Trace> traces;
+  for (const auto& [what, dag] : cases) {
+    traces.push_back(default_gpu_schedule(dag, GpuTargetSpec{}));
+    INFO(what << ": " << trace_to_json(traces.back()));
+    REQUIRE(std::any_of(traces.back().steps.begin(), traces.back().steps.end(), shape));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
     std::string no_gpu;
-    std::unique_ptr<Measurer> m = cuda_measurer(dag, cuda_options(), &no_gpu);
+    std::unique_ptr<Measurer> m = cuda_measurer(cases[i].second, cuda_options(), &no_gpu);
     if (!m) {
       tessel_test::skip_test(no_gpu);
       return;
     }
-    std::vector<MeasureResult> r = m->measure({{t, Fault::None}});
-    INFO(r[0].message);
+    std::vector<MeasureResult> r = m->measure({{traces[i], Fault::None}});
+    INFO(cases[i].first << ": " << r[0].message);
     CHECK(r[0].error == ErrorCode::Ok);
   }
 }
@@ -216,19 +219,37 @@ TEST_CASE("cuda gpu: the pipelined default of long matrix products computes the 
           "[measure][cuda][gpu]") {
   // Reductions that steps of 32 do not divide (the last step guarded), outputs that blocks of 64 x 64
   // do not tile; with an epilogue of bias and gelu, and without one.
-  check_gpu_defaults({{"dense", {{"M", "771"}, {"N", "700"}, {"K", "261"}, {"bias", "1"}, {"act", "gelu"}}},
-                      {"matmul", {{"M", "700"}, {"N", "771"}, {"K", "300"}}}},
-                     [](const Step& s) { return s.kind == StepKind::Pragma && s.pragma == "double_buffer"; });
+  check_gpu_defaults(
+      {{"dense", build_op("dense", {{"M", "771"}, {"N", "700"}, {"K", "261"}, {"bias", "1"}, {"act", "gelu"}})},
+       {"matmul", build_op("matmul", {{"M", "700"}, {"N", "771"}, {"K", "300"}})}},
+      [](const Step& s) { return s.kind == StepKind::Pragma && s.pragma == "double_buffer"; });
+}
+
+TEST_CASE("cuda gpu: rows folded into the axis before them compute the reference", "[measure][cuda][gpu]") {
+  // Activations [sequence, batch 8, features] by one weight matrix: 104 rows (the last block's
+  // guarded) split along the reduction; 320 rows in the pipelined tiles.
+  const std::string w = "W = placeholder(float32[200, 300])\nbias = placeholder(float32[300])\n";
+  check_gpu_defaults(
+      {{"split", parse_dag_text("X = placeholder(float32[13, 8, 200])\n" + w +
+                                "mm[s:13, b:8, n:300] = sum(k:200; (X[s, b, k] * W[k, n]))  : float32\n"
+                                "Y[i:13, j:8, l:300] = (mm[i, j, l] + bias[l])  : float32\n")},
+       {"pipelined", parse_dag_text("X = placeholder(float32[40, 8, 300])\nW = placeholder(float32[300, 1100])\n"
+                                    "Y[i:40, j:8, l:1100] = sum(k:300; (X[i, j, k] * W[k, l]))  : float32\n")}},
+      [](const Step& s) {  // the output's rows, or the partial sums' (split-K)
+        using Loops = std::vector<std::string>;
+        return s.kind == StepKind::Fuse && (s.loops == Loops{"i", "j"} || s.loops == Loops{"s", "b"});
+      });
 }
 
 TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute the reference at odd shapes",
           "[measure][cuda][gpu]") {
   // Each default splits its reduction into parts that do not divide it (the last part guarded):
   // with an epilogue of bias and relu, without one (the sum of the parts in registers), a matmul.
-  check_gpu_defaults({{"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"},
-                                  {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}}},
-                      {"conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"},
-                                  {"KW", "3"}, {"pad", "1"}}},
-                      {"matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}}}},
+  check_gpu_defaults({{"conv2d bias relu", build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"},
+                                                             {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                                                             {"bias", "1"}, {"act", "relu"}})},
+                      {"conv2d", build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"},
+                                                     {"KH", "3"}, {"KW", "3"}, {"pad", "1"}})},
+                      {"matmul", build_op("matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}})}},
                      [](const Step& s) { return s.kind == StepKind::RFactor; });
 }

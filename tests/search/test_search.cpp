@@ -909,6 +909,47 @@ TEST_CASE("GPU default of a long matrix product: 8 x 4 outputs a thread, the red
   CHECK(pragma(default_gpu_schedule(few, GpuTargetSpec{}), "double_buffer") == 0);
 }
 
+TEST_CASE("GPU tiles fold short rows into the axis before them when the same operand alone reads both",
+          "[search][gpu]") {
+  // A transformer's product as torch exports it: activations [sequence 24, batch 8, 96] by one
+  // weight matrix, plus a bias. Rows of 8 would leave 7/8 of each 64-row block idle; folded, the
+  // 192 rows tile like a matrix's.
+  ComputeDAG dag = parse_dag_text(
+      "X = placeholder(float32[24, 8, 96])\n"
+      "W = placeholder(float32[96, 72])\n"
+      "bias = placeholder(float32[72])\n"
+      "mm[s:24, b:8, n:72] = sum(k:96; (X[s, b, k] * W[k, n]))  : float32\n"
+      "Y[i:24, j:8, l:72] = (mm[i, j, l] + bias[l])  : float32\n");
+  auto folds = [](const Trace& t) {
+    return std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) {
+      return s.kind == StepKind::Fuse && s.stage == "Y" && s.loops == std::vector<std::string>{"i", "j"};
+    });
+  };
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  CHECK(folds(t));
+  CHECK(has_split(t, "i@j", {16, 4}));
+  CHECK_FALSE(has_annotation(t, "i", Annotation::BlockZ));
+  CHECK_NOTHROW(lower(replay(dag, t), "folded", options));
+  int folded = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    Trace r = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+    folded += folds(r);
+    CHECK_NOTHROW(lower(replay(dag, r), "random", options));
+  }
+  CHECK(folded > 0);
+
+  // A batch of products reads its batch axis in both operands: the batch stays on the blocks.
+  ComputeDAG bmm = build_op("batch_matmul", {{"B", "12"}, {"M", "8"}, {"N", "64"}, {"K", "32"}});
+  Trace b = default_gpu_schedule(bmm, GpuTargetSpec{});
+  INFO(trace_to_json(b, true));
+  CHECK(std::none_of(b.steps.begin(), b.steps.end(),
+                     [](const Step& s) { return s.kind == StepKind::Fuse && !s.stage.ends_with(".shared"); }));
+  CHECK(has_annotation(b, "b", Annotation::BlockZ));
+}
+
 TEST_CASE("GPU contractions with few outputs and a long reduction split it (split-K)", "[search][gpu]") {
   auto rfactors = [](const Trace& t) {
     std::vector<Step> out;

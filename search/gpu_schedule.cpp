@@ -151,31 +151,6 @@ std::vector<int64_t> split_k_options(const Operation& c) {
   return options;
 }
 
-// The blocks of block_rows x block_cols outputs that tile the contraction's output (one per value
-// of every other axis).
-int64_t tile_blocks(const Operation& c, int64_t block_rows, int64_t block_cols) {
-  const ContractionAxes ax = contraction_axes(c);
-  int64_t blocks = 1;
-  for (int a = 0; a < static_cast<int>(c.axes.size()); ++a) {
-    const int64_t n = c.axes[a].extent;
-    blocks *= a == ax.v ? (n + block_cols - 1) / block_cols : a == ax.u ? (n + block_rows - 1) / block_rows : n;
-  }
-  return blocks;
-}
-
-// A contraction whose default tiles keep every multiprocessor busy and whose reduction is long
-// (256 products an output or more), read straight from its operands (a matrix product; not a
-// convolution's padded input). Its default takes the pipelined tiles (default_gpu_schedule).
-bool long_plain_contraction(const ComputeDAG& dag, const Operation& c, const Knobs& k) {
-  int64_t products = 1;
-  for (const Axis& r : c.reduce_axes) products *= r.extent;
-  const bool padded = std::any_of(dag.ops().begin(), dag.ops().end(), [](const Operation& op) {
-    return !op.is_placeholder && op.body->op == ExprOp::Select;
-  });
-  return !padded && products >= 256 && k.split_k == 1 &&
-         tile_blocks(c, k.block_rows, k.block_cols) >= kBusyBlocks / 2;
-}
-
 // Whether the contraction's rows (axis u) may fold into the axis before them: that axis reads the
 // same operands as u (the activations' [sequence, batch] against one weight matrix, the rows of
 // a transformer's products as torch exports them), and u is shorter than a block's rows, which
@@ -190,11 +165,39 @@ bool rows_fold(const Operation& c, int u, int64_t block_rows, int64_t thread_row
   return true;
 }
 
+// The blocks of the knobs' block tiles that cover the contraction's output (one per value of every
+// other axis; rows that fold counted with the axis they fold into).
+int64_t tile_blocks(const Operation& c, const Knobs& k) {
+  const ContractionAxes ax = contraction_axes(c);
+  const bool fold = k.fold_rows && rows_fold(c, ax.u, k.block_rows, k.thread_rows);
+  int64_t blocks = 1;
+  for (int a = 0; a < static_cast<int>(c.axes.size()); ++a) {
+    const int64_t n = c.axes[a].extent;
+    if (fold && a == ax.u - 1) continue;
+    const int64_t rows = fold && a == ax.u ? n * c.axes[a - 1].extent : n;
+    blocks *= a == ax.v ? (n + k.block_cols - 1) / k.block_cols
+                        : a == ax.u ? (rows + k.block_rows - 1) / k.block_rows : n;
+  }
+  return blocks;
+}
+
+// A contraction whose default tiles keep every multiprocessor busy and whose reduction is long
+// (256 products an output or more), read straight from its operands (a matrix product; not a
+// convolution's padded input). Its default takes the pipelined tiles (default_gpu_schedule).
+bool long_plain_contraction(const ComputeDAG& dag, const Operation& c, const Knobs& k) {
+  int64_t products = 1;
+  for (const Axis& r : c.reduce_axes) products *= r.extent;
+  const bool padded = std::any_of(dag.ops().begin(), dag.ops().end(), [](const Operation& op) {
+    return !op.is_placeholder && op.body->op == ExprOp::Select;
+  });
+  return !padded && products >= 256 && k.split_k == 1 && tile_blocks(c, k) >= kBusyBlocks / 2;
+}
+
 // The default's split: where the default tiles (64 x 64 outputs a block) make fewer blocks than
 // the multiprocessors, the fewest parts (of those offered) that make kBusyBlocks. A 3x3
 // convolution of 512 channels at 7x7 makes 56 blocks: 8 parts of 64 input channels each.
-int64_t default_split_k(const Operation& c, int64_t block_rows, int64_t block_cols) {
-  const int64_t blocks = tile_blocks(c, block_rows, block_cols);
+int64_t default_split_k(const Operation& c, const Knobs& k) {
+  const int64_t blocks = tile_blocks(c, k);
   if (blocks >= kBusyBlocks / 2) return 1;
   int64_t split = 1;
   for (int64_t s : split_k_options(c))
@@ -973,7 +976,7 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
       knobs.block_cols = std::max<int64_t>(8, ceil_pow2(row));
       knobs.thread_cols = 1;
     }
-    knobs.split_k = default_split_k(*c, knobs.block_rows, knobs.block_cols);
+    knobs.split_k = default_split_k(*c, knobs);
     const int64_t bytes = c->num_elements() * static_cast<int64_t>(sizeof(float));  // partial sums in float32
     const int64_t most = target.max_partial_sum_bytes;
     while (knobs.split_k > 1 && most > 0 && knobs.split_k * bytes > most) knobs.split_k /= 2;

@@ -56,19 +56,41 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
       Expr simple = simplify_expr(base);
       if (is_int_value(simple, 0) && !c.padded) extent = std::min(extent, s.vars[rel.parents[0]].extent);
       r[rel.parents[0]] = Range{simple, extent};
-    } else {
-      const Range& fused = r[rel.children[0]];
-      bool point = fused.extent == 1;
+    } else if (r[rel.children[0]].extent == 1) {
+      const Expr base = r[rel.children[0]].base;
       int64_t stride = 1;
       for (size_t k = rel.parents.size(); k-- > 0;) {
         int64_t e = s.vars[rel.parents[k]].extent;
-        if (point) {
-          Expr q = stride == 1 ? fused.base : fused.base / make_int(stride);
-          r[rel.parents[k]] = Range{simplify_expr(k == 0 ? q : q % make_int(e)), 1};
-        } else {
-          r[rel.parents[k]] = Range{make_int(0), e};
-        }
+        Expr q = stride == 1 ? base : base / make_int(stride);
+        r[rel.parents[k]] = Range{simplify_expr(k == 0 ? q : q % make_int(e)), 1};
         stride *= e;
+      }
+    } else {
+      // A range of the fused loop that starts at a multiple of an inner parent's extent and spans
+      // whole multiples of it covers that parent in full and the parents outside it exactly (a
+      // block's 64 rows of [sequence, batch 8]: 8 positions of the sequence, the whole batch);
+      // past the first parent that does not divide it, every parent in full.
+      LinearForm base = linearize(r[rel.children[0]].base);
+      int64_t extent = r[rel.children[0]].extent;
+      bool exact = true;
+      for (size_t k = rel.parents.size(); k-- > 0;) {
+        const int64_t e = s.vars[rel.parents[k]].extent;
+        if (k == 0 && exact) {
+          r[rel.parents[k]] = Range{simplify_expr(to_expr(base)), std::min(extent, e)};
+          break;
+        }
+        r[rel.parents[k]] = Range{make_int(0), e};
+        bool divides = exact && extent % e == 0 && base.constant % e == 0;
+        for (const auto& term : base.terms) divides = divides && term.second % e == 0;
+        if (!divides) {
+          exact = false;
+          continue;
+        }
+        LinearForm quotient;
+        quotient.constant = base.constant / e;
+        for (const auto& [atom, coeff] : base.terms) quotient.add(atom, coeff / e);
+        base = quotient;
+        extent /= e;
       }
     }
   }

@@ -227,14 +227,14 @@ TEST_CASE("cuda gpu: the pipelined default of long matrix products computes the 
 
 TEST_CASE("cuda gpu: rows folded into the axis before them compute the reference", "[measure][cuda][gpu]") {
   // Activations [sequence, batch 8, features] by one weight matrix: 104 rows (the last block's
-  // guarded) split along the reduction; 320 rows in the pipelined tiles.
+  // guarded) split along the reduction (10 blocks, folded); 320 rows in the pipelined tiles.
   const std::string w = "W = placeholder(float32[200, 300])\nbias = placeholder(float32[300])\n";
   check_gpu_defaults(
       {{"split", parse_dag_text("X = placeholder(float32[13, 8, 200])\n" + w +
                                 "mm[s:13, b:8, n:300] = sum(k:200; (X[s, b, k] * W[k, n]))  : float32\n"
                                 "Y[i:13, j:8, l:300] = (mm[i, j, l] + bias[l])  : float32\n")},
-       {"pipelined", parse_dag_text("X = placeholder(float32[40, 8, 300])\nW = placeholder(float32[300, 1100])\n"
-                                    "Y[i:40, j:8, l:1100] = sum(k:300; (X[i, j, k] * W[k, l]))  : float32\n")}},
+       {"pipelined", parse_dag_text("X = placeholder(float32[40, 8, 300])\nW = placeholder(float32[300, 2000])\n"
+                                    "Y[i:40, j:8, l:2000] = sum(k:300; (X[i, j, k] * W[k, l]))  : float32\n")}},
       [](const Step& s) {  // the output's rows, or the partial sums' (split-K)
         using Loops = std::vector<std::string>;
         return s.kind == StepKind::Fuse && (s.loops == Loops{"i", "j"} || s.loops == Loops{"s", "b"});

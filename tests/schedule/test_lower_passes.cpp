@@ -264,6 +264,27 @@ TEST_CASE("bound inference: elementwise producer at a consumer's outer split loo
   CHECK(infer_bounds(point, inline_stages(point)).at("P").root_extent == std::vector<int64_t>{1, 1});
 }
 
+TEST_CASE("bound inference: a producer at a split of fused loops covers the rows the split's range spans",
+          "[lower][bounds]") {
+  // C's loops x (13 rows) and y (8) fused into 104 values: a block of 16 of them starts at a
+  // multiple of 8 and spans two whole rows, so P computes 2 x 8 there (not the whole 13 x 8); the
+  // last block runs past row 12 (guarded). A block of 12 does not line up with the rows: P in full.
+  ComputeDAG dag = chain_dag(13, 8);
+  for (int64_t block : {16, 12}) {
+    Trace t{{fuse_step("C", {"x", "y"}), split_step("C", "x@y", {block}), compute_at_step("P", "C", "x@y.0")}};
+    State s = replay(dag, t);
+    const StageInfo p = infer_bounds(s, inline_stages(s)).at("P");
+    INFO("block " << block);
+    if (block == 16) {
+      CHECK(p.root_extent == std::vector<int64_t>{2, 8});
+      CHECK(to_string(simplify_expr(p.root_base[0])) == to_string(make_var("x@y.0") * make_int(2)));
+    } else {
+      CHECK(p.root_extent == std::vector<int64_t>{13, 8});
+    }
+    require_correct(dag, t);
+  }
+}
+
 TEST_CASE("bound inference: conv pad region is tile * stride + kernel - stride", "[lower][bounds]") {
   auto region = [](const std::string& stride, int64_t tile) {
     ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "2"}, {"H", "13"}, {"W", "13"}, {"F", "2"}, {"KH", "3"},

@@ -940,6 +940,19 @@ TEST_CASE("GPU tiles fold short rows into the axis before them when the same ope
     CHECK_NOTHROW(lower(replay(dag, r), "random", options));
   }
   CHECK(folded > 0);
+  // BERT-base's QKV product at batch 8: 1024 rows folded from [128, 8] by 2304 columns, 576 blocks
+  // in the pipelined tiles. Each block stages only its own 8 x 8 rows (64 rows by 32 of the
+  // reduction, twice): the whole sequence would not fit the shared memory.
+  ComputeDAG qkv = parse_dag_text(
+      "X = placeholder(float32[128, 8, 768])\n"
+      "W = placeholder(float32[768, 2304])\n"
+      "Y[i:128, j:8, l:2304] = sum(k:768; (X[i, j, k] * W[k, l]))  : float32\n");
+  Trace q = default_gpu_schedule(qkv, GpuTargetSpec{});
+  INFO(trace_to_json(q, true));
+  CHECK(folds(q));
+  CHECK(std::any_of(q.steps.begin(), q.steps.end(),
+                    [](const Step& s) { return s.kind == StepKind::Pragma && s.pragma == "double_buffer"; }));
+  CHECK_NOTHROW(lower(replay(qkv, q), "qkv", options));
 
   // A batch of products reads its batch axis in both operands: the batch stays on the blocks.
   ComputeDAG bmm = build_op("batch_matmul", {{"B", "12"}, {"M", "8"}, {"N", "64"}, {"K", "32"}});

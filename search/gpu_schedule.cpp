@@ -165,11 +165,22 @@ bool rows_fold(const Operation& c, int u, int64_t block_rows, int64_t thread_row
   return true;
 }
 
+// Whether the knobs fold the contraction's rows (rows_fold at their tiles).
+bool folds_rows(const Operation& c, const Knobs& k) {
+  return k.fold_rows && rows_fold(c, contraction_axes(c).u, k.block_rows, k.thread_rows);
+}
+
+// Whether a stage of the DAG pads an input (a Select: a convolution's zeros around the image).
+bool pads_input(const ComputeDAG& dag) {
+  return std::any_of(dag.ops().begin(), dag.ops().end(),
+                     [](const Operation& op) { return !op.is_placeholder && op.body->op == ExprOp::Select; });
+}
+
 // The blocks of the knobs' block tiles that cover the contraction's output (one per value of every
 // other axis; rows that fold counted with the axis they fold into).
 int64_t tile_blocks(const Operation& c, const Knobs& k) {
   const ContractionAxes ax = contraction_axes(c);
-  const bool fold = k.fold_rows && rows_fold(c, ax.u, k.block_rows, k.thread_rows);
+  const bool fold = folds_rows(c, k);
   int64_t blocks = 1;
   for (int a = 0; a < static_cast<int>(c.axes.size()); ++a) {
     const int64_t n = c.axes[a].extent;
@@ -187,10 +198,7 @@ int64_t tile_blocks(const Operation& c, const Knobs& k) {
 bool long_plain_contraction(const ComputeDAG& dag, const Operation& c, const Knobs& k) {
   int64_t products = 1;
   for (const Axis& r : c.reduce_axes) products *= r.extent;
-  const bool padded = std::any_of(dag.ops().begin(), dag.ops().end(), [](const Operation& op) {
-    return !op.is_placeholder && op.body->op == ExprOp::Select;
-  });
-  return !padded && products >= 256 && k.split_k == 1 && tile_blocks(c, k) >= kBusyBlocks / 2;
+  return !pads_input(dag) && products >= 256 && k.split_k == 1 && tile_blocks(c, k) >= kBusyBlocks / 2;
 }
 
 // The default's split: where the default tiles (64 x 64 outputs a block) make fewer blocks than
@@ -702,7 +710,7 @@ class GpuScheduler {
     const ContractionAxes ax = contraction_axes(c);
     int u = ax.u, v = ax.v;
     std::vector<std::string> axes = leaves(out);
-    if (k_.fold_rows && rows_fold(c, u, k_.block_rows, k_.thread_rows) &&
+    if (folds_rows(c, k_) &&
         apply(fuse_step(out, {axes[static_cast<size_t>(u - 1)], axes[static_cast<size_t>(u)]}))) {
       axes = leaves(out);
       --u, --v, --rank;
@@ -872,9 +880,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
   const bool any_reduction = std::any_of(dag.ops().begin(), dag.ops().end(),
                                          [](const Operation& op) { return op.reduce != ReduceKind::None; });
   bool rows = contraction_rows || (!contraction && any_reduction);
-  bool elementwise = !contraction && !rows;
-  for (const Operation& op : dag.ops())
-    if (contraction && !op.is_placeholder && op.body->op == ExprOp::Select) elementwise = true;
+  const bool elementwise = contraction ? pads_input(dag) : !rows;  // padding: an elementwise stage
   if (elementwise) {
     k.elem_threads = d.choose("elementwise.threads", warp_multiples(), DecisionKind::ThreadBinding);
     k.elem_vector = d.choose("elementwise.vector", {1, 2, 4}, DecisionKind::Vector);
@@ -909,8 +915,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     k.double_buffer = d.choose("stage.double_buffer", {0, 1}, DecisionKind::Structure) != 0;
     const std::vector<int64_t> splits = split_k_options(*contraction);
     if (splits.size() > 1) k.split_k = d.choose("split_k", splits, DecisionKind::Structure);
-    const int u = contraction_axes(*contraction).u;
-    if (u >= 1 && rows_fold(*contraction, u, k.block_rows, k.thread_rows))
+    if (folds_rows(*contraction, k))  // fold_rows is on until decided
       k.fold_rows = d.choose("rows.fold", {1, 0}, DecisionKind::Structure) != 0;
   }
   // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows

@@ -168,7 +168,37 @@ void fold_batch_norms(Graph& graph) {
   erase_nodes(graph, folded);
 }
 
-// Pass 4: nodes none of whose outputs reach a graph output go, last to first.
+// Pass 4: a Gemm whose B is a constant stored [N, K] (transB, how exporters write nn.Linear) gets
+// B transposed once into [K, N] and transB 0, the layout the contraction schedules stage and
+// vectorize along N. A one-row Gemm keeps its [N, K] B: it is a matrix-vector product that reads
+// each row of B contiguously (frontend/ops/nn.cpp).
+void lay_out_gemm_weights(Graph& graph) {
+  std::map<std::string, std::string> transposed;  // a B that several Gemms read is transposed once
+  for (Node& gemm : graph.nodes) {
+    if (gemm.op_type != "Gemm" || gemm.inputs.size() < 2 || gemm.int_attr("transB").value_or(0) == 0) continue;
+    const TensorData* b = float_constant(graph, gemm.inputs[1]);
+    if (!b || b->shape().size() != 2 || gemm.inputs[0].empty() || !graph.has_value(gemm.inputs[0])) continue;
+    const std::vector<int64_t>& a = graph.value(gemm.inputs[0]).info.shape;
+    const bool ta = gemm.int_attr("transA").value_or(0) != 0;
+    if (a.size() != 2 || a[ta ? 1 : 0] == 1) continue;
+    gemm.attributes["transB"] = int64_t{0};
+    if (auto it = transposed.find(gemm.inputs[1]); it != transposed.end()) {
+      gemm.inputs[1] = it->second;
+      continue;
+    }
+    const int64_t n = b->shape()[0], k = b->shape()[1];
+    const std::vector<float> nk = b->floats();
+    std::vector<float> kn(nk.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < k; ++j) kn[j * n + i] = nk[i * k + j];
+    const std::string name = fresh_name(graph, gemm.inputs[1] + "_kn");
+    graph.set_value(Value{name, TensorInfo{DType::Float32, {k, n}}, TensorData::of_floats({k, n}, kn)});
+    transposed[gemm.inputs[1]] = name;
+    gemm.inputs[1] = name;
+  }
+}
+
+// Pass 5: nodes none of whose outputs reach a graph output go, last to first.
 void remove_dead_nodes(Graph& graph) {
   std::set<std::string> live(graph.outputs.begin(), graph.outputs.end());
   std::vector<bool> dead(graph.nodes.size(), false);
@@ -187,6 +217,7 @@ void simplify(Graph& graph) {
   fold_constants(graph);
   drop_identities(graph);
   fold_batch_norms(graph);
+  lay_out_gemm_weights(graph);
   remove_dead_nodes(graph);
   graph.drop_unused_values();
 }

@@ -1,7 +1,8 @@
 // Simplifying an imported graph before fusion: constant computations folded into constant values
 // (the Shape → Gather → Unsqueeze → Concat → Reshape chains exporters emit, Constant, Identity, and
 // small arithmetic on constants; see constant_fold.h), BatchNormalization folded into the Conv
-// before it, and nodes and values nothing reads removed. Graph outputs that become constants stay
+// before it, a Gemm's constant B stored [N, K] transposed once to [K, N], and nodes and values
+// nothing reads removed. Graph outputs that become constants stay
 // as constant values. The graph stays in topological order, and its outputs keep their names.
 #pragma once
 

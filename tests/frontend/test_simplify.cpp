@@ -1,6 +1,7 @@
 // simplify() on hand-built graphs: the shape chains exporters emit fold to constants, Identity
 // goes, BatchNormalization folds into Conv and computes the same (checked against direct loops),
-// dead nodes go, constant outputs stay; and the constant folds' ONNX semantics and errors.
+// dead nodes go, constant outputs stay, a Gemm's constant B is laid out [K, N]; and the constant
+// folds' ONNX semantics and errors.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -178,6 +179,42 @@ TEST_CASE("BatchNormalization stays when the Conv output has another reader", "[
       .output("r");
   simplify(m.g);
   CHECK(op_types(m.g) == std::vector<std::string>{"Conv", "BatchNormalization", "Relu"});
+}
+
+TEST_CASE("a Gemm's constant B stored [N, K] is transposed once to [K, N]; a one-row Gemm's stays",
+          "[frontend][simplify]") {
+  // B: 3 x 5 (N = 3, K = 5), read by two 7-row Gemms with transB and by one with a single row.
+  const std::vector<float> b = ramp(15, 0.5f, -2.f);
+  GraphMaker m;
+  m.input("x", {7, 5})
+      .input("one", {1, 5})
+      .input("bx", {3, 5})
+      .constant("b", TensorData::of_floats({3, 5}, b))
+      .node("Gemm", {"x", "b"}, "y1", {7, 3}, DType::Float32, {{"transB", int64_t{1}}})
+      .node("Gemm", {"x", "b"}, "y2", {7, 3}, DType::Float32, {{"transB", int64_t{1}}, {"alpha", 2.0}})
+      .node("Gemm", {"one", "b"}, "y3", {1, 3}, DType::Float32, {{"transB", int64_t{1}}})
+      .node("Gemm", {"x", "bx"}, "y4", {7, 3}, DType::Float32, {{"transB", int64_t{1}}})
+      .output("y1")
+      .output("y2")
+      .output("y3")
+      .output("y4");
+  simplify(m.g);
+  REQUIRE(m.g.nodes.size() == 4);
+  const Node &g1 = m.g.nodes[0], &g2 = m.g.nodes[1], &g3 = m.g.nodes[2], &g4 = m.g.nodes[3];
+  CHECK(g1.int_attr("transB") == 0);
+  CHECK(g2.int_attr("transB") == 0);
+  CHECK(g1.inputs[1] == g2.inputs[1]);  // one copy for both
+  CHECK(g2.float_attr("alpha") == 2.0);
+  const TensorData& kn = *m.g.value(g1.inputs[1]).constant;
+  REQUIRE(kn.shape() == std::vector<int64_t>{5, 3});
+  for (int64_t n = 0; n < 3; ++n)
+    for (int64_t k = 0; k < 5; ++k) CHECK(kn.as_double(k * 3 + n) == b[n * 5 + k]);
+  // The one-row Gemm (a matrix-vector product) and the B fed at run time keep transB.
+  CHECK(g3.inputs[1] == "b");
+  CHECK(g3.int_attr("transB") == 1);
+  CHECK(g4.inputs[1] == "bx");
+  CHECK(g4.int_attr("transB") == 1);
+  CHECK(m.g.value("b").info.shape == std::vector<int64_t>{3, 5});
 }
 
 namespace {

@@ -192,6 +192,17 @@ int64_t tile_blocks(const Operation& c, const Knobs& k) {
   return blocks;
 }
 
+// Whether the knobs' tiles cover the contraction with no guard: the block tiles divide the rows
+// (rows that fold counted with the axis they fold into) and the columns, the reduction step the
+// first reduction axis. Otherwise every product of a thread's tile is guarded.
+bool tiles_divide(const Operation& c, const Knobs& k) {
+  const ContractionAxes ax = contraction_axes(c);
+  int64_t rows = ax.u >= 0 ? c.axes[ax.u].extent : 1;
+  if (folds_rows(c, k)) rows *= c.axes[ax.u - 1].extent;
+  return rows % k.block_rows == 0 && c.axes[ax.v].extent % k.block_cols == 0 &&
+         (c.reduce_axes.empty() || c.reduce_axes[0].extent % k.reduce_tile == 0);
+}
+
 // A contraction whose default tiles keep every multiprocessor busy and whose reduction is long
 // (256 products an output or more), read straight from its operands (a matrix product; not a
 // convolution's padded input). Its default takes the pipelined tiles (default_gpu_schedule).
@@ -988,14 +999,17 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
     // Long matrix products: 8 x 4 outputs a thread, the reduction staged 32 at a time in two copies
     // (the next fetched with cp.async during this step's products), unrolled whole. On an H200, fp32,
     // in one run against cuBLAS: a 4096^3 matmul in 3019 us (cuBLAS 2687 us; 8 x 4 in steps of 16,
-    // one copy, the best the tuner had found: 3385 us), 1024^3 in 54.1 us (cuBLAS 59.2 us).
+    // one copy, the best the tuner had found: 3385 us), 1024^3 in 54.1 us (cuBLAS 59.2 us). Where
+    // the tiles do not divide the shape, only a thread's tile is unrolled: every product of it is
+    // guarded, and the whole step's 1024 guarded products made 500 KB of CUDA that NVRTC took over
+    // 15 s to compile (771 x 700 x 261).
     if (long_plain_contraction(dag, *c, knobs)) {
       Knobs pipelined = knobs;
       pipelined.thread_rows = 8;
       pipelined.thread_cols = 4;
       pipelined.reduce_tile = 32;
       pipelined.double_buffer = true;
-      pipelined.unroll_max_step = 1024;
+      pipelined.unroll_max_step = tiles_divide(*c, pipelined) ? 1024 : 64;
       Trace t = GpuScheduler(dag, pipelined).run();
       if (lowers(dag, t, target)) return t;
     }

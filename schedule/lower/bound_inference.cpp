@@ -68,10 +68,17 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
     } else {
       // A range of the fused loop that starts at a multiple of an inner parent's extent and spans
       // whole multiples of it covers that parent in full and the parents outside it exactly (a
-      // block's 64 rows of [sequence, batch 8]: 8 positions of the sequence, the whole batch);
-      // past the first parent that does not divide it, every parent in full.
+      // block's 64 rows of [sequence, batch 8]: 8 positions of the sequence, the whole batch).
+      // One that starts at a multiple of its own extent, which divides the parent's, lies within
+      // one value of every parent outside (a thread's 4 rows: one position, 4 of the batch). Past
+      // the first parent that neither holds, every parent in full.
       LinearForm base = linearize(r[rel.children[0]].base);
       int64_t extent = r[rel.children[0]].extent;
+      auto multiple_of = [](const LinearForm& f, int64_t m) {
+        bool all = f.constant % m == 0;
+        for (const auto& term : f.terms) all = all && term.second % m == 0;
+        return all;
+      };
       bool exact = true;
       for (size_t k = rel.parents.size(); k-- > 0;) {
         const int64_t e = s.vars[rel.parents[k]].extent;
@@ -80,8 +87,19 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
           break;
         }
         r[rel.parents[k]] = Range{make_int(0), e};
-        bool divides = exact && extent % e == 0 && base.constant % e == 0;
-        for (const auto& term : base.terms) divides = divides && term.second % e == 0;
+        if (exact && e % extent == 0 && multiple_of(base, extent)) {
+          const Expr b = to_expr(base);
+          r[rel.parents[k]] = Range{simplify_expr(b % make_int(e)), extent};
+          int64_t stride = e;
+          for (size_t j = k; j-- > 0;) {
+            const int64_t outer = s.vars[rel.parents[j]].extent;
+            const Expr q = b / make_int(stride);
+            r[rel.parents[j]] = Range{simplify_expr(j == 0 ? q : q % make_int(outer)), 1};
+            stride *= outer;
+          }
+          break;
+        }
+        const bool divides = exact && extent % e == 0 && multiple_of(base, e);
         if (!divides) {
           exact = false;
           continue;

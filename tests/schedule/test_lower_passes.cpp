@@ -268,9 +268,10 @@ TEST_CASE("bound inference: a producer at a split of fused loops covers the rows
           "[lower][bounds]") {
   // C's loops x (13 rows) and y (8) fused into 104 values: a block of 16 of them starts at a
   // multiple of 8 and spans two whole rows, so P computes 2 x 8 there (not the whole 13 x 8); the
-  // last block runs past row 12 (guarded). A block of 12 does not line up with the rows: P in full.
+  // last block runs past row 12 (guarded). A block of 4 lies within one row: P computes 1 x 4.
+  // A block of 12 does not line up with the rows: P in full.
   ComputeDAG dag = chain_dag(13, 8);
-  for (int64_t block : {16, 12}) {
+  for (int64_t block : {16, 4, 12}) {
     Trace t{{fuse_step("C", {"x", "y"}), split_step("C", "x@y", {block}), compute_at_step("P", "C", "x@y.0")}};
     State s = replay(dag, t);
     const StageInfo p = infer_bounds(s, inline_stages(s)).at("P");
@@ -278,6 +279,8 @@ TEST_CASE("bound inference: a producer at a split of fused loops covers the rows
     if (block == 16) {
       CHECK(p.root_extent == std::vector<int64_t>{2, 8});
       CHECK(to_string(simplify_expr(p.root_base[0])) == to_string(make_var("x@y.0") * make_int(2)));
+    } else if (block == 4) {
+      CHECK(p.root_extent == std::vector<int64_t>{1, 4});
     } else {
       CHECK(p.root_extent == std::vector<int64_t>{13, 8});
     }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@ struct Chosen {
   Trace trace;
   int64_t record_id = -1;
   std::optional<double> latency_s;
+  bool is_default = true;  // the trace is the default schedule's (a record of it, or no record)
 };
 
 // The bytes a GPU schedule's kernels keep in global memory between their launches (a padded input,
@@ -48,7 +50,13 @@ std::string megabytes(int64_t bytes) {
 Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& target, const BuildOptions& o,
               std::vector<std::string>& notes, std::optional<int64_t> scratch_budget = std::nullopt) {
   Chosen c;
-  if (log) {
+  GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
+  if (scratch_budget) gpu.max_partial_sum_bytes = *scratch_budget;
+  const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
+  const Trace fallback =
+      o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu) : default_schedule(task.dag, cpu);
+  const bool forced_default = std::count(o.default_for.begin(), o.default_for.end(), task.key) > 0;
+  if (log && !forced_default) {
     RecordValidator fits;
     if (scratch_budget)
       fits = [&](const MeasureRecord& r) -> std::optional<std::string> {
@@ -66,6 +74,7 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
         replay(task.dag, c.trace);
         c.record_id = best->id;
         c.latency_s = best->median_s;
+        c.is_default = trace_steps_key(c.trace) == trace_steps_key(fallback);
         return c;
       } catch (const Error& e) {
         notes.push_back(task.name + ": the log's best schedule (record " + std::to_string(best->id) +
@@ -73,10 +82,7 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
       }
     }
   }
-  GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
-  if (scratch_budget) gpu.max_partial_sum_bytes = *scratch_budget;
-  const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
-  c.trace = o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu) : default_schedule(task.dag, cpu);
+  c.trace = fallback;
   return c;
 }
 
@@ -354,7 +360,8 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
 
   for (size_t t = 0; t < model.tasks.size(); ++t) {
     const ModelTask& m = model.tasks[t];
-    report.tasks.push_back(BuiltTask{m.key, m.name, m.weight, chosen[t].record_id, m.estimate_s, chosen[t].latency_s});
+    report.tasks.push_back(BuiltTask{m.key, m.name, m.weight, chosen[t].record_id, chosen[t].is_default, m.estimate_s,
+                                     chosen[t].latency_s});
   }
   report.kernels = static_cast<int64_t>(a.kernels.size());
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

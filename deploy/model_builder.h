@@ -25,12 +25,16 @@ struct BuildOptions {
   // best schedule needs more takes its best that fits (slower, noted in the report). Off: the fastest
   // schedules, whatever their scratch. No effect on llvm builds (their kernels take no scratch).
   bool memory_target = true;
+  // Workload keys built on their default schedule whatever the log holds (a whole-model check, such
+  // as the demo's, found the log's best slower inside the model than the default).
+  std::vector<std::string> default_for;
 };
 
 struct BuiltTask {
   std::string key, name;
   int weight = 0;
   int64_t record_id = -1;         // -1: its default schedule
+  bool default_trace = true;      // the schedule built is the default's (a record of it, or none)
   double estimate_s = 0;          // its roofline share of the model's latency comes from this
   std::optional<double> tuned_s;  // the log's latency estimate of the chosen schedule
 };

@@ -1,8 +1,10 @@
-// `tessel demo`: the model flow on the built-in CNN (import, build untuned, tune, build tuned, run
-// both), with a temporary folder that it removes, or the tuning log the user names.
+// `tessel demo`: the model flow on the built-in CNN (import, build untuned, tune, build tuned, check
+// each tuned kernel in the whole model, run both), with a temporary folder that it removes, or the
+// tuning log the user names.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "subprocess.h"
@@ -33,6 +35,12 @@ TEST_CASE("demo builds, tunes, rebuilds and runs the built-in model, and removes
   CHECK_THAT(r.out, Catch::Contains("before tuning (default schedules)"));
   CHECK_THAT(r.out, Catch::Contains("after tuning"));
   CHECK_THAT(r.out, Catch::Contains("speed-up") && Catch::Contains("5 rounds:"));
+  // Each tuned kernel that is not its default was tried in the whole model, and the verdict said.
+  CHECK_THAT(r.out, Catch::Contains("checking each tuned kernel inside the whole model"));
+  const std::regex checked("in the model [0-9.]+x its default -> (tuned schedule kept|default kept)");
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("in the model") != std::string::npos) CHECK(std::regex_search(line, checked));
   // The speed-up in words: faster, slower, or within the rounds' spread.
   CHECK_THAT(r.out, Catch::Contains("Tuning made the model faster.") || Catch::Contains("ran slower here") ||
                         Catch::Contains("About the same"));

@@ -181,7 +181,7 @@ TEST_CASE("BatchNormalization stays when the Conv output has another reader", "[
   CHECK(op_types(m.g) == std::vector<std::string>{"Conv", "BatchNormalization", "Relu"});
 }
 
-TEST_CASE("a Gemm's constant B stored [N, K] is transposed once to [K, N]; a one-row Gemm's stays",
+TEST_CASE("a Gemm's constant B stored N x K is transposed once to K x N but not for a one-row Gemm",
           "[frontend][simplify]") {
   // B: 3 x 5 (N = 3, K = 5), read by two 7-row Gemms with transB and by one with a single row.
   const std::vector<float> b = ramp(15, 0.5f, -2.f);

@@ -176,6 +176,13 @@ bool pads_input(const ComputeDAG& dag) {
                      [](const Operation& op) { return !op.is_placeholder && op.body->op == ExprOp::Select; });
 }
 
+// The contraction's rows as the knobs tile them: axis u, times the axis before it where they fold.
+int64_t tiled_rows(const Operation& c, const Knobs& k) {
+  const ContractionAxes ax = contraction_axes(c);
+  if (ax.u < 0) return 1;
+  return c.axes[ax.u].extent * (folds_rows(c, k) ? c.axes[ax.u - 1].extent : 1);
+}
+
 // The blocks of the knobs' block tiles that cover the contraction's output (one per value of every
 // other axis; rows that fold counted with the axis they fold into).
 int64_t tile_blocks(const Operation& c, const Knobs& k) {
@@ -185,9 +192,8 @@ int64_t tile_blocks(const Operation& c, const Knobs& k) {
   for (int a = 0; a < static_cast<int>(c.axes.size()); ++a) {
     const int64_t n = c.axes[a].extent;
     if (fold && a == ax.u - 1) continue;
-    const int64_t rows = fold && a == ax.u ? n * c.axes[a - 1].extent : n;
     blocks *= a == ax.v ? (n + k.block_cols - 1) / k.block_cols
-                        : a == ax.u ? (rows + k.block_rows - 1) / k.block_rows : n;
+                        : a == ax.u ? (tiled_rows(c, k) + k.block_rows - 1) / k.block_rows : n;
   }
   return blocks;
 }
@@ -196,10 +202,7 @@ int64_t tile_blocks(const Operation& c, const Knobs& k) {
 // (rows that fold counted with the axis they fold into) and the columns, the reduction step the
 // first reduction axis. Otherwise every product of a thread's tile is guarded.
 bool tiles_divide(const Operation& c, const Knobs& k) {
-  const ContractionAxes ax = contraction_axes(c);
-  int64_t rows = ax.u >= 0 ? c.axes[ax.u].extent : 1;
-  if (folds_rows(c, k)) rows *= c.axes[ax.u - 1].extent;
-  return rows % k.block_rows == 0 && c.axes[ax.v].extent % k.block_cols == 0 &&
+  return tiled_rows(c, k) % k.block_rows == 0 && c.axes[contraction_axes(c).v].extent % k.block_cols == 0 &&
          (c.reduce_axes.empty() || c.reduce_axes[0].extent % k.reduce_tile == 0);
 }
 

@@ -87,4 +87,65 @@ MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes) {
   return *best;
 }
 
+namespace {
+
+// The byte ranges the values alive at `step` take, sorted.
+std::vector<std::pair<int64_t, int64_t>> taken_at(const std::vector<Lifetime>& values, const MemoryPlan& plan,
+                                                  int64_t step) {
+  std::vector<std::pair<int64_t, int64_t>> taken;
+  for (size_t j = 0; j < values.size(); ++j)
+    if (values[j].first <= step && step <= values[j].last)
+      taken.push_back({plan.offsets[j], plan.offsets[j] + aligned(values[j].bytes)});
+  std::sort(taken.begin(), taken.end());
+  return taken;
+}
+
+// The gaps between sorted ranges below `top`, as (start, length).
+std::vector<std::pair<int64_t, int64_t>> gaps(const std::vector<std::pair<int64_t, int64_t>>& taken, int64_t top) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t at = 0;
+  for (const auto& [start, end] : taken) {
+    if (start > at) out.push_back({at, start - at});
+    at = std::max(at, end);
+  }
+  if (top > at) out.push_back({at, top - at});
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> step_room(const std::vector<Lifetime>& values, const MemoryPlan& plan, int64_t steps,
+                               int64_t top) {
+  top = std::max(top, plan.arena_bytes);
+  std::vector<int64_t> room(static_cast<size_t>(steps), 0);
+  for (int64_t s = 0; s < steps; ++s)
+    for (const auto& [start, length] : gaps(taken_at(values, plan, s), top))
+      room[static_cast<size_t>(s)] = std::max(room[static_cast<size_t>(s)], length);
+  return room;
+}
+
+MemoryPlan place_step_blocks(const std::vector<Lifetime>& values, const MemoryPlan& plan,
+                             const std::vector<int64_t>& block_bytes, int64_t top) {
+  MemoryPlan out = plan;
+  top = std::max(top, plan.arena_bytes);
+  for (size_t s = 0; s < block_bytes.size(); ++s) {
+    const int64_t bytes = aligned(block_bytes[s]);
+    const std::vector<std::pair<int64_t, int64_t>> taken = taken_at(values, plan, static_cast<int64_t>(s));
+    int64_t at = -1, tightest = 0;
+    for (const auto& [start, length] : gaps(taken, top))
+      if (length >= bytes && (at < 0 || length < tightest)) {
+        at = start;
+        tightest = length;
+      }
+    if (at < 0) {  // no gap holds it: above every value alive at its step
+      at = 0;
+      for (const auto& range : taken) at = std::max(at, range.second);
+    }
+    out.offsets.push_back(at);
+    if (bytes > 0) out.arena_bytes = std::max(out.arena_bytes, at + bytes);
+  }
+  out.live_bound_bytes = plan.live_bound_bytes;
+  return out;
+}
+
 }  // namespace tessel

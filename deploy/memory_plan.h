@@ -24,6 +24,18 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes);
 
+// Room for a kernel's scratch beside a plan of the values: per step, the longest run of bytes below
+// `top` (at least the plan's arena) that no value alive at that step occupies.
+std::vector<int64_t> step_room(const std::vector<Lifetime>& values, const MemoryPlan& plan, int64_t steps,
+                               int64_t top);
+
+// Adds one block a step (a kernel's scratch, `block_bytes[s]` at step s, 0 for none) to a plan of the
+// values: each in the tightest gap its step leaves below the arena's top (`top`, at least the plan's
+// arena), else above the values alive then. A block no larger than its step's `step_room` leaves the
+// arena within `top`. Returns the plan of values and blocks: the blocks' offsets after the values'.
+MemoryPlan place_step_blocks(const std::vector<Lifetime>& values, const MemoryPlan& plan,
+                             const std::vector<int64_t>& block_bytes, int64_t top);
+
 // The most bytes (each rounded up as the plan places it) alive at one step.
 int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes);
 

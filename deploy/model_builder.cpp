@@ -30,13 +30,19 @@ struct Chosen {
   bool is_default = true;  // the trace is the default schedule's (a record of it, or no record)
 };
 
+int64_t aligned64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The bytes a kernel's scratch buffers take in the arena, one after the other.
+int64_t scratch_bytes(const std::vector<BufferParam>& scratch) {
+  int64_t bytes = 0;
+  for (const BufferParam& p : scratch) bytes += aligned64(buffer_bytes(p));
+  return bytes;
+}
+
 // The bytes a GPU schedule's kernels keep in global memory between their launches (a padded input,
 // split-K partial sums): scratch the build places in the arena beside the model's values.
 int64_t gpu_scratch_bytes(const ComputeDAG& dag, const Trace& trace, const CudaDeviceInfo& device) {
-  const CudaProgram program = emit_cuda(lower(replay(dag, trace), "scratch", gpu_lower_options(device)));
-  int64_t bytes = 0;
-  for (const BufferParam& p : program.scratch) bytes += buffer_bytes(p);
-  return bytes;
+  return scratch_bytes(emit_cuda(lower(replay(dag, trace), "scratch", gpu_lower_options(device))).scratch);
 }
 
 std::string megabytes(int64_t bytes) {
@@ -162,15 +168,27 @@ class BufferTable {
   std::map<std::string, int64_t> index_;
 };
 
+// The memory target of a cuda build: the arena within 1.2x the values' liveness bound.
+int64_t memory_target_bytes(int64_t live_bound) { return live_bound * 6 / 5; }
+
 // Places the model's values in one arena: an intermediate lives from the kernel that writes it to
 // the last that reads it, and a GPU kernel's scratch buffers (between the launches of one kernel)
 // for that kernel alone, so they take bytes the graph's values leave free at that step. On the GPU
 // the context's copies of the inputs and its outputs are in the arena too: an input lives until its
 // last reader, an output for the whole run, so that no input copied in at the start of a run shares
 // bytes with the outputs of the last (a caller may pass those back as inputs). The liveness bound is
-// over the graph's values as they truly live (an output from its writer on). `held` gets, per
-// kernel, the bytes of the values placed for that step (the scratch aside).
-void place_values(ModelArtifact& a, BuildReport& report, std::vector<int64_t>& held) {
+// over the graph's values as they truly live (an output from its writer on).
+//
+// Two placements, the smaller arena kept: the values and the scratch together, and the values
+// first with each kernel's scratch then put in the tightest gap its step leaves below the memory
+// target.
+struct StepRoom {
+  std::vector<int64_t> free;  // per kernel: the memory target less the values alive at its step
+  std::vector<int64_t> gap;   // per kernel: the longest run of bytes those values leave free below the
+                              // target; scratch that fits it keeps the arena within the target
+};
+
+void place_values(ModelArtifact& a, BuildReport& report, StepRoom& room) {
   const int64_t end = std::max<int64_t>(0, static_cast<int64_t>(a.kernels.size()) - 1);
   std::vector<int64_t> ids;
   std::vector<Lifetime> lives, true_lives;
@@ -194,19 +212,35 @@ void place_values(ModelArtifact& a, BuildReport& report, std::vector<int64_t>& h
     true_lives.push_back(l);
   }
   const int64_t graph_bound = live_bound_bytes(true_lives);
-  held.assign(a.kernels.size(), 0);
+  const int64_t top = memory_target_bytes(graph_bound);
+  const int64_t steps = static_cast<int64_t>(a.kernels.size());
+  const MemoryPlan values = plan_memory(lives);
+  room.gap = step_room(lives, values, steps, top);
+  room.free.assign(a.kernels.size(), top);
   for (const Lifetime& l : lives)
-    for (int64_t k = l.first; k <= l.last && k < static_cast<int64_t>(held.size()); ++k)
-      held[static_cast<size_t>(k)] += l.bytes;
-  for (size_t k = 0; k < a.kernels.size(); ++k)
+    for (int64_t k = l.first; k <= l.last && k < steps; ++k) room.free[static_cast<size_t>(k)] -= aligned64(l.bytes);
+
+  std::vector<int64_t> blocks(a.kernels.size(), 0);
+  std::vector<Lifetime> together = lives;
+  for (size_t k = 0; k < a.kernels.size(); ++k) {
+    blocks[k] = scratch_bytes(a.kernels[k].scratch);
     for (const BufferParam& s : a.kernels[k].scratch)
-      lives.push_back(Lifetime{buffer_bytes(s), static_cast<int64_t>(k), static_cast<int64_t>(k)});
-  const MemoryPlan plan = plan_memory(lives);
-  size_t i = 0;
-  for (; i < ids.size(); ++i) a.buffers[ids[i]].offset = plan.offsets[i];
-  for (PlanKernel& k : a.kernels) {
-    k.scratch_offsets.clear();
-    for (size_t s = 0; s < k.scratch.size(); ++s) k.scratch_offsets.push_back(plan.offsets[i++]);
+      together.push_back(Lifetime{buffer_bytes(s), static_cast<int64_t>(k), static_cast<int64_t>(k)});
+  }
+  const MemoryPlan joint = plan_memory(together);
+  const MemoryPlan gapped = place_step_blocks(lives, values, blocks, top);
+  const bool use_joint = joint.arena_bytes < gapped.arena_bytes;
+  const MemoryPlan& plan = use_joint ? joint : gapped;
+  for (size_t i = 0; i < ids.size(); ++i) a.buffers[ids[i]].offset = plan.offsets[i];
+  size_t next = ids.size();
+  for (size_t k = 0; k < a.kernels.size(); ++k) {
+    PlanKernel& kernel = a.kernels[k];
+    kernel.scratch_offsets.clear();
+    int64_t at = use_joint ? 0 : plan.offsets[ids.size() + k];  // one block a kernel, buffers in turn
+    for (const BufferParam& s : kernel.scratch) {
+      kernel.scratch_offsets.push_back(use_joint ? plan.offsets[next++] : at);
+      at += aligned64(buffer_bytes(s));
+    }
   }
   a.arena_bytes = plan.arena_bytes;
   a.liveness_bound_bytes = graph_bound;
@@ -220,7 +254,7 @@ void place_values(ModelArtifact& a, BuildReport& report, std::vector<int64_t>& h
 // outputs, and every value and scratch buffer placed in the arena (report's arena and bound).
 ModelArtifact assemble(const Model& model, const BuildOptions& o, const std::vector<CompiledTask>& compiled,
                        const std::vector<Chosen>& chosen, BuildReport& report, std::vector<std::vector<uint8_t>>& blobs,
-                       std::vector<int64_t>& held) {
+                       StepRoom& room) {
   ModelArtifact a;
   a.target = o.target;
   a.arch = o.target == TargetKind::Cuda ? o.device.arch : host_llvm_target().arch;
@@ -277,7 +311,7 @@ ModelArtifact assemble(const Model& model, const BuildOptions& o, const std::vec
                         : v.constant ? buffers.weight(v)
                                      : throw Error("nothing computes the output '" + out + "'"));
   }
-  place_values(a, report, held);
+  place_values(a, report, room);
   return a;
 }
 
@@ -308,41 +342,41 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
   for (size_t t = 0; t < all.size(); ++t) all[t] = t;
   compile_tasks(all);
   std::vector<std::vector<uint8_t>> blobs;
-  std::vector<int64_t> held;  // per kernel: the bytes of the values placed for its step
-  ModelArtifact a = assemble(model, o, compiled, chosen, report, blobs, held);
+  StepRoom room;
+  ModelArtifact a = assemble(model, o, compiled, chosen, report, blobs, room);
 
   // On the GPU a kernel's scratch (split-K partial sums, a padded input) lives beside the values
-  // held during that kernel. With memory_target, a task whose scratch passes what its steps leave
-  // of 1.2x the values' liveness bound takes its best schedule that fits (or a default that does),
-  // and the build says so; should the arena still come out over the target (the placement is not
-  // perfect), every such task fits a fifth of the bound instead.
+  // alive during that kernel. With memory_target, a task whose scratch passes the room its steps
+  // leave below 1.2x the values' liveness bound takes its best schedule that fits (or a default
+  // that does), and the build says so. First the room as bytes free at the step; should the arena
+  // come out over the target (free bytes in several pieces), the room as the longest free run, with
+  // which the arena stays within the target (the values' placement does not depend on schedules).
   if (o.target == TargetKind::Cuda && o.memory_target) {
-    const int64_t limit = report.live_bound_bytes * 6 / 5;
-    std::vector<int64_t> room(model.tasks.size(), limit);
-    for (size_t t = 0; t < model.tasks.size(); ++t)
-      for (size_t s : model.tasks[t].subgraphs)  // kernel s computes subgraph s
-        room[t] = std::min(room[t], std::max<int64_t>(0, limit - held[s]));
-    auto scratch_of = [&](size_t t) {
-      int64_t bytes = 0;
-      for (const BufferParam& p : compiled[t].scratch) bytes += buffer_bytes(p);
-      return bytes;
-    };
+    const int64_t limit = memory_target_bytes(report.live_bound_bytes);
+    auto scratch_of = [&](size_t t) { return scratch_bytes(compiled[t].scratch); };
     const std::vector<Chosen> fastest = chosen;
+    const std::vector<CompiledTask> fastest_compiled = compiled;
     std::vector<int64_t> fastest_scratch(model.tasks.size());
     for (size_t t = 0; t < model.tasks.size(); ++t) fastest_scratch[t] = scratch_of(t);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (attempt == 1 && a.arena_bytes <= limit) break;
+    for (const std::vector<int64_t>* step_room : {&room.free, &room.gap}) {
+      if (step_room == &room.gap && a.arena_bytes <= limit) break;
       std::vector<size_t> over;
       for (size_t t = 0; t < model.tasks.size(); ++t) {
-        const int64_t budget = attempt == 0 ? room[t] : std::min(room[t], report.live_bound_bytes / 5);
-        if (scratch_of(t) <= budget) continue;
-        chosen[t] = choose(model.tasks[t], log ? &*log : nullptr, target, o, report.notes, budget);
+        int64_t task_room = limit;
+        for (size_t s : model.tasks[t].subgraphs)  // kernel s computes subgraph s
+          task_room = std::min(task_room, std::max<int64_t>(0, (*step_room)[s]));
+        if (fastest_scratch[t] <= task_room) {  // its fastest (again, in the second pass)
+          chosen[t] = fastest[t];
+          compiled[t] = fastest_compiled[t];
+          continue;
+        }
+        chosen[t] = choose(model.tasks[t], log ? &*log : nullptr, target, o, report.notes, task_room);
         over.push_back(t);
       }
-      if (over.empty()) continue;
+      if (over.empty() && step_room == &room.free) continue;
       compile_tasks(over);
       blobs.clear();
-      a = assemble(model, o, compiled, chosen, report, blobs, held);
+      a = assemble(model, o, compiled, chosen, report, blobs, room);
     }
     for (size_t t = 0; t < model.tasks.size(); ++t) {
       if (fastest[t].record_id < 0 || chosen[t].record_id == fastest[t].record_id) continue;

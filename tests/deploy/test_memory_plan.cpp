@@ -105,5 +105,50 @@ TEST_CASE("memory plan: random lifetimes give valid plans near the liveness boun
   CHECK(static_cast<double>(arena_total) <= 1.25 * static_cast<double>(bound_total));
 }
 
+TEST_CASE("memory plan: a step's room for scratch is its longest free run below the top, not its free bytes",
+          "[deploy]") {
+  // Step 1 holds a (4 KiB at 0) and c (4 KiB at 8 KiB): 4 KiB free between them and 4 KiB above
+  // c up to a top of 16 KiB, 8 KiB free in all, but no run longer than 4 KiB.
+  const std::vector<Lifetime> lives = {{4096, 0, 1}, {4096, 0, 0}, {4096, 0, 1}, {4096, 2, 2}};
+  const MemoryPlan plan = plan_memory(lives);
+  check_plan(lives, plan);
+  REQUIRE(plan.arena_bytes == 12288);
+  REQUIRE(plan.offsets[1] == 4096);  // b between a and c, in each order that reaches the bound
+  const std::vector<int64_t> room = step_room(lives, plan, 3, 16384);
+  CHECK(room == std::vector<int64_t>{4096, 4096, 12288});
+  // Below the arena's own top (the top given is less), the gaps alone count.
+  CHECK(step_room(lives, plan, 3, 0) == std::vector<int64_t>{0, 4096, 8192});
+}
+
+TEST_CASE("memory plan: step blocks that fit their room stay within the top", "[deploy]") {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int steps = 1 + static_cast<int>(rng() % 40);
+    std::vector<Lifetime> lives;
+    for (int v = 0; v < 1 + static_cast<int>(rng() % 50); ++v) {
+      const int64_t first = static_cast<int64_t>(rng() % steps);
+      const int64_t last = std::min<int64_t>(steps - 1, first + static_cast<int64_t>(rng() % 6));
+      lives.push_back({1 + static_cast<int64_t>(rng() % 197'000), first, last});
+    }
+    const MemoryPlan values = plan_memory(lives);
+    const int64_t top = values.arena_bytes + static_cast<int64_t>(rng() % 61'000);
+    const std::vector<int64_t> room = step_room(lives, values, steps, top);
+    std::vector<int64_t> blocks(static_cast<size_t>(steps));
+    for (int s = 0; s < steps; ++s)  // in whole 64-byte lines, as a build's scratch is counted
+      blocks[s] = room[s] > 0 ? static_cast<int64_t>(rng() % (room[s] + 1)) / 64 * 64 : 0;
+    const MemoryPlan plan = place_step_blocks(lives, values, blocks, top);
+    std::vector<Lifetime> all = lives;
+    for (int s = 0; s < steps; ++s) all.push_back({blocks[s], s, s});
+    check_plan(all, plan);
+    CHECK(plan.arena_bytes <= top);
+    for (size_t i = 0; i < lives.size(); ++i) CHECK(plan.offsets[i] == values.offsets[i]);  // values stay put
+  }
+  // A block larger than any run goes above the values alive at its step.
+  const std::vector<Lifetime> lives = {{4096, 0, 0}};
+  const MemoryPlan plan = place_step_blocks(lives, plan_memory(lives), {8192}, 4096);
+  CHECK(plan.offsets[1] == 4096);
+  CHECK(plan.arena_bytes == 12288);
+}
+
 }  // namespace
 }  // namespace tessel

@@ -42,6 +42,17 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
     bool fixed = static_cast<int>(i) <= attach_pos && !(relax_threads && is_thread_loop(s.vars[v].annotation));
     r[v] = fixed ? Range{make_var(c.leaf_names[i]), 1} : Range{make_int(0), s.vars[v].extent};
   }
+  // The fused loop at one value `base`, in units of `stride` values of parent `count - 1`: parents
+  // [0, count) each at one value, its quotient by the extents inside it, and (but the outermost)
+  // modulo its own extent.
+  auto point_values = [&](const Relation& rel, const Expr& base, size_t count, int64_t stride) {
+    for (size_t k = count; k-- > 0;) {
+      const int64_t e = s.vars[rel.parents[k]].extent;
+      const Expr q = stride == 1 ? base : base / make_int(stride);
+      r[rel.parents[k]] = Range{simplify_expr(k == 0 ? q : q % make_int(e)), 1};
+      stride *= e;
+    }
+  };
   for (auto it = s.relations.rbegin(); it != s.relations.rend(); ++it) {
     const Relation& rel = *it;
     if (rel.kind == Relation::Kind::Split) {
@@ -57,14 +68,7 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
       if (is_int_value(simple, 0) && !c.padded) extent = std::min(extent, s.vars[rel.parents[0]].extent);
       r[rel.parents[0]] = Range{simple, extent};
     } else if (r[rel.children[0]].extent == 1) {
-      const Expr base = r[rel.children[0]].base;
-      int64_t stride = 1;
-      for (size_t k = rel.parents.size(); k-- > 0;) {
-        int64_t e = s.vars[rel.parents[k]].extent;
-        Expr q = stride == 1 ? base : base / make_int(stride);
-        r[rel.parents[k]] = Range{simplify_expr(k == 0 ? q : q % make_int(e)), 1};
-        stride *= e;
-      }
+      point_values(rel, r[rel.children[0]].base, rel.parents.size(), 1);
     } else {
       // A range of the fused loop that starts at a multiple of an inner parent's extent and spans
       // whole multiples of it covers that parent in full and the parents outside it exactly (a
@@ -90,13 +94,7 @@ std::vector<Range> consumer_root_ranges(const StageInfo& c, int attach_pos, bool
         if (exact && e % extent == 0 && multiple_of(base, extent)) {
           const Expr b = to_expr(base);
           r[rel.parents[k]] = Range{simplify_expr(b % make_int(e)), extent};
-          int64_t stride = e;
-          for (size_t j = k; j-- > 0;) {
-            const int64_t outer = s.vars[rel.parents[j]].extent;
-            const Expr q = b / make_int(stride);
-            r[rel.parents[j]] = Range{simplify_expr(j == 0 ? q : q % make_int(outer)), 1};
-            stride *= outer;
-          }
+          point_values(rel, b, k, e);
           break;
         }
         const bool divides = exact && extent % e == 0 && multiple_of(base, e);

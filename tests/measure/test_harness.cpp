@@ -218,10 +218,12 @@ static void check_gpu_defaults(const std::vector<std::pair<std::string, ComputeD
 TEST_CASE("cuda gpu: the pipelined default of long matrix products computes the reference at odd shapes",
           "[measure][cuda][gpu]") {
   // Reductions that steps of 32 do not divide (the last step guarded), outputs that blocks of 64 x 64
-  // do not tile; with an epilogue of bias and gelu, and without one.
+  // do not tile; with an epilogue of bias and gelu, and without one. And a batched product of 64
+  // products, which takes those tiles where they divide it.
   check_gpu_defaults(
       {{"dense", build_op("dense", {{"M", "771"}, {"N", "700"}, {"K", "261"}, {"bias", "1"}, {"act", "gelu"}})},
-       {"matmul", build_op("matmul", {{"M", "700"}, {"N", "771"}, {"K", "300"}})}},
+       {"matmul", build_op("matmul", {{"M", "700"}, {"N", "771"}, {"K", "300"}})},
+       {"batch_matmul", build_op("batch_matmul", {{"B", "48"}, {"M", "128"}, {"N", "192"}, {"K", "64"}})}},
       [](const Step& s) { return s.kind == StepKind::Pragma && s.pragma == "double_buffer"; });
 }
 

@@ -877,7 +877,7 @@ TEST_CASE("GPU default of a depthwise convolution: 4 outputs a thread, 4 rows a 
   CHECK(ir.find("if (") == std::string::npos);
 }
 
-TEST_CASE("GPU default of a long matrix product: 8 x 4 outputs a thread, the reduction staged 32 at a time, twice",
+TEST_CASE("GPU default of a long or batched matrix product: 8 x 4 outputs a thread, reduction 32 at a time, twice",
           "[search][gpu]") {
   auto pragma = [](const Trace& t, const std::string& name) {
     for (const Step& s : t.steps)
@@ -907,10 +907,22 @@ TEST_CASE("GPU default of a long matrix product: 8 x 4 outputs a thread, the red
   CHECK(pragma(whole, "auto_unroll_max_step") == 1024);
   CHECK_NOTHROW(lower(replay(square, whole), "square", options));
 
-  // Not where the reduction is short (attention's scores: 64 products), the input padded (a 3x3
-  // convolution) or the blocks few (split-K there).
+  // A batched product of 64 products (attention's scores) where the tiles divide it; not one they
+  // do not divide, nor a 1x1 convolution of 64 channels (a product too, but of an image's rows).
   ComputeDAG scores = build_op("batch_matmul", {{"B", "96"}, {"M", "128"}, {"N", "128"}, {"K", "64"}});
-  CHECK(pragma(default_gpu_schedule(scores, GpuTargetSpec{}), "double_buffer") == 0);
+  const Trace scores_default = default_gpu_schedule(scores, GpuTargetSpec{});
+  CHECK(pragma(scores_default, "double_buffer") == 1);
+  CHECK(pragma(scores_default, "auto_unroll_max_step") == 1024);
+  CHECK_NOTHROW(lower(replay(scores, scores_default), "scores", options));
+  ComputeDAG odd_scores = build_op("batch_matmul", {{"B", "3"}, {"M", "197"}, {"N", "771"}, {"K", "100"}});
+  CHECK(pragma(default_gpu_schedule(odd_scores, GpuTargetSpec{}), "double_buffer") == 0);
+  ComputeDAG pointwise = build_op("conv2d", {{"N", "1"}, {"C", "64"}, {"H", "56"}, {"W", "56"}, {"F", "256"},
+                                             {"KH", "1"}, {"KW", "1"}});
+  CHECK(pragma(default_gpu_schedule(pointwise, GpuTargetSpec{}), "double_buffer") == 0);
+  // Nor where the reduction is short in a plain product, the input padded (a 3x3 convolution) or
+  // the blocks few (split-K there).
+  ComputeDAG short_product = build_op("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "128"}});
+  CHECK(pragma(default_gpu_schedule(short_product, GpuTargetSpec{}), "double_buffer") == 0);
   ComputeDAG conv = build_op("conv2d", {{"N", "16"}, {"C", "256"}, {"H", "14"}, {"W", "14"}, {"F", "256"},
                                         {"KH", "3"}, {"KW", "3"}, {"pad", "1"}});
   CHECK(pragma(default_gpu_schedule(conv, GpuTargetSpec{}), "double_buffer") == 0);

@@ -4,6 +4,9 @@
 // `tessel run` of a built model on any number of threads, and its profile by task.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -239,4 +242,61 @@ TEST_CASE("run MODEL.tsl --profile times every kernel in the run and lists the t
   RunResult op = tessel({"run", "--op", "matmul", "--param", "M=4", "--param", "N=4", "--param", "K=4", "--profile"});
   CHECK(op.exit_code == 2);
   CHECK_THAT(op.err, Catch::StartsWith("error: ") && Catch::Contains("--profile"));
+}
+
+namespace {
+
+// The float32 values of an .npy file that `tessel run --output` wrote (format 1.0, little endian).
+std::vector<float> read_float_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  REQUIRE(bytes.size() >= 10);
+  REQUIRE(bytes.compare(0, 6, "\x93NUMPY") == 0);
+  const size_t header = static_cast<size_t>(static_cast<unsigned char>(bytes[8])) |
+                        static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+  REQUIRE(bytes.find("'<f4'") < 10 + header);
+  std::vector<float> values((bytes.size() - 10 - header) / sizeof(float));
+  std::memcpy(values.data(), bytes.data() + 10 + header, values.size() * sizeof(float));
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: a model built for cuda within its memory target gives its llvm build's outputs", "[cli][model][gpu]") {
+  RunResult probe = tessel({"run", "--op", "matmul", "--param", "M=8", "--param", "N=8", "--param", "K=8", "--target",
+                            "cuda", "--min-time", "0.01"});
+  if (probe.exit_code != 0) {
+    tessel_test::skip_test("no usable CUDA device: " + probe.err);
+    return;
+  }
+  TempDir dir;
+  const std::string model = dir.file("cnn.onnx");
+  std::ofstream(model, std::ios::binary) << demo_cnn_bytes();
+  const std::string input = dir.file("image.pb");
+  tessel_test::write_demo_image(input);
+  RunResult gpu = tessel({"build", model, "--target", "cuda", "-o", dir.file("gpu.tsl"), "--json"});
+  INFO(gpu.out << gpu.err);
+  REQUIRE(gpu.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(gpu.out);
+  // Whatever the default schedules keep in scratch (split-K partial sums) fits beside the values
+  // within 1.2x the values' liveness bound.
+  CHECK(report.at("arena_bytes").get<int64_t>() <= report.at("live_bound_bytes").get<int64_t>() * 6 / 5);
+  RunResult cpu = tessel({"build", model, "--target", "llvm", "-o", dir.file("cpu.tsl")});
+  INFO(cpu.out << cpu.err);
+  REQUIRE(cpu.exit_code == 0);
+  for (const std::string& side : {std::string("gpu"), std::string("cpu")}) {
+    RunResult r = tessel({"run", dir.file(side + ".tsl"), "--input", input, "--output", dir.file(side + ".npy")});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  const std::vector<float> want = read_float_npy(dir.file("cpu.npy"));
+  const std::vector<float> got = read_float_npy(dir.file("gpu.npy"));
+  REQUIRE(got.size() == want.size());
+  REQUIRE(!want.empty());
+  float biggest = 0, error = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    biggest = std::max(biggest, std::abs(want[i]));
+    error = std::max(error, std::abs(got[i] - want[i]));
+  }
+  CHECK(error <= 1e-3f * biggest + 1e-5f);
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "schedule/te/error.h"
+#include "schedule/te/half_float.h"
 
 namespace tessel {
 
@@ -71,6 +72,10 @@ double TensorData::as_double(int64_t i) const {
     int64_t v;
     std::memcpy(&v, p, sizeof v);
     return static_cast<double>(v);
+  }
+  if (dtype_ == DType::Float16 || dtype_ == DType::BFloat16) {
+    const uint16_t bits = static_cast<uint16_t>(p[0] | p[1] << 8);
+    return dtype_ == DType::Float16 ? half_bits_to_float(bits) : bfloat16_bits_to_float(bits);
   }
   return *p ? 1.0 : 0.0;
 }

@@ -5,6 +5,7 @@
 #include "frontend/channel_blocks.h"
 #include "frontend/op_library.h"
 #include "frontend/simplify.h"
+#include "frontend/storage_dtype.h"
 #include "schedule/te/error.h"
 
 namespace tessel {
@@ -35,6 +36,7 @@ Model load_model(const std::string& path, const ImportOptions& options, TargetKi
   }
   if (target == TargetKind::Llvm && options.cpu_channel_blocks) block_channels(m.graph);
   m.partition = partition(m.graph);
+  store_in(options.storage, m.graph, m.partition);
   m.tasks = extract_tasks(m.partition, default_roofline(target));
   return m;
 }

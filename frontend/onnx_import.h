@@ -23,6 +23,9 @@ struct ImportOptions {
   // For the CPU (llvm): convolutions and pools in channel blocks (frontend/channel_blocks.h). Off,
   // every tensor stays in the model's NCHW. A log tuned one way has no records for the other's tasks.
   bool cpu_channel_blocks = true;
+  // The weights and the values between kernels in float32, or in float16 / bfloat16 with each kernel
+  // computing in float32 (frontend/storage_dtype.h); the model's inputs and outputs stay float32.
+  DType storage = DType::Float32;
 };
 
 // Parses "NAME=8x128" (the name is what precedes the last '='; each extent a positive integer).

@@ -24,6 +24,8 @@ std::optional<DType> dtype_named(const std::string& s) {
   if (s == "float32") return DType::Float32;
   if (s == "int64") return DType::Int64;
   if (s == "bool") return DType::Bool;
+  if (s == "float16") return DType::Float16;
+  if (s == "bfloat16") return DType::BFloat16;
   return std::nullopt;
 }
 

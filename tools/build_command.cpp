@@ -106,7 +106,8 @@ nlohmann::json report_json(const BuildReport& r, const std::string& out) {
 int cmd_build(const BuildArgs& args) {
   if (args.output.empty()) throw InputError("tessel build needs -o FILE (the model file to write)");
   const BuildOptions options = build_options(args);
-  const Model model = load_model(args.model, import_options(args.input_shapes, args.cpu_channel_blocks), args.target);
+  const Model model =
+      load_model(args.model, import_options(args.input_shapes, args.cpu_channel_blocks, args.dtype), args.target);
   const BuildReport report = build_model(model, options, args.output);
   if (args.json)
     std::cout << report_json(report, args.output).dump() << "\n";

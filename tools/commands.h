@@ -103,6 +103,7 @@ struct TasksArgs {
   std::string model;                      // an ONNX file
   std::vector<std::string> input_shapes;  // NAME=8x128, repeatable
   bool cpu_channel_blocks = true;         // llvm: --cpu-layout blocked (true) | nchw
+  std::string dtype;                      // --dtype: the model stored in fp32 (default), fp16 or bf16
   TargetKind target = TargetKind::Llvm;
   bool json = false;
 };
@@ -111,6 +112,7 @@ struct BuildArgs {
   std::string model;                      // an ONNX file
   std::vector<std::string> input_shapes;  // NAME=8x128, repeatable
   bool cpu_channel_blocks = true;         // llvm: --cpu-layout blocked (true) | nchw
+  std::string dtype;                      // --dtype: the model stored in fp32 (default), fp16 or bf16
   TargetKind target = TargetKind::Llvm;
   std::optional<std::string> db;  // the tuning log (none: default schedules)
   std::string output;             // the model file to write
@@ -175,7 +177,8 @@ int cmd_run_model(const RunModelArgs& args);  // tools/run_model_command.cpp
 struct ImportOptions;
 // The import options of `--input-shape NAME=8x128 ...` (InputError for a malformed or repeated one)
 // and `--cpu-layout blocked|nchw`.
-ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks);
+ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks,
+                             const std::string& dtype);
 // tessel costmodel train / eval (tools/costmodel_command.cpp).
 int cmd_costmodel_train(const CostModelArgs& args);
 int cmd_costmodel_eval(const CostModelArgs& args);

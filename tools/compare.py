@@ -52,6 +52,10 @@ def parse_args():
                    help="time tessel, torch eager and onnxruntime this many times in turn; their speed-ups are the "
                         "medians of the rounds' ratios (a shared machine's slow spells then hit both sides of a "
                         "ratio); the torch.compile modes are timed in the first round only")
+    p.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="bf16 / fp16: tessel builds with --dtype (weights and the values between kernels in 16 bits, "
+                   "inputs and outputs float32) and torch runs the model and its input converted to the type; "
+                   "outputs are checked against torch's float32 run at torch.testing's rtol for the type")
     p.add_argument("--max-compile-s", type=float, default=0,
                    help="give up on a torch.compile mode whose first call takes longer (0: wait however long)")
     return p.parse_args()
@@ -165,6 +169,8 @@ def build(args, onnx_path, out_dir):
         cmd += ["--db", args.db]
     if args.no_memory_target:
         cmd += ["--no-memory-target"]
+    if args.dtype != "fp32":
+        cmd += ["--dtype", args.dtype]
     t0 = time.perf_counter()
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
@@ -234,6 +240,7 @@ def main():
         s["round_medians_s"] = [s["median_s"]]
         return s
 
+    x_fp32 = x  # tessel's input (and onnxruntime's): the model's own float32
     if model is not None:
         with torch.no_grad():
             want = model(x).float().cpu().numpy()
@@ -241,12 +248,17 @@ def main():
             got = ctx.run(xin)
             got = got.cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
             err, ref = max_error(got, want)
-            result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": 1e-3 * ref + 1e-5,
-                               "ok": err <= 1e-3 * ref + 1e-5}
+            rtol = {"fp32": 1e-3, "fp16": 1e-3, "bf16": 1.6e-2}[args.dtype]
+            result["dtype"] = args.dtype
+            result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": rtol * ref + 1e-5,
+                               "ok": err <= rtol * ref + 1e-5}
+            if args.dtype != "fp32":  # torch timed in the type, on the input converted
+                model = model.to({"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype])
+                x = x.to(next(model.parameters()).dtype) if x.is_floating_point() else x
             progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
             result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time, "tessel")
             result["systems"]["tessel"]["memory"] = ctx.memory()
-            result["profile"] = profile(args, tsl, x, args.out)
+            result["profile"] = profile(args, tsl, x_fp32, args.out)
             done(args, result, "tessel")
             result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time, "torch_eager")
             peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
@@ -278,7 +290,7 @@ def main():
                 if args.target == "llvm":
                     options.intra_op_num_threads = result["threads"]
                 session = ort.InferenceSession(onnx_path, sess_options=options, providers=providers)
-                feed = {session.get_inputs()[0].name: (x.cpu().numpy() if x is not None else None)}
+                feed = {session.get_inputs()[0].name: (x_fp32.cpu().numpy() if x_fp32 is not None else None)}
                 result["systems"]["onnxruntime"] = timer(lambda: session.run(None, feed), args.min_time, "onnxruntime",
                                                          how=time_cpu)
                 result["systems"]["onnxruntime"]["provider"] = providers[0]
@@ -323,7 +335,8 @@ def write_reports(args, result):
         json.dump(result, f, indent=1)
     systems = result["systems"]
     tessel_s = systems.get("tessel", {}).get("median_s")
-    lines = [f"# {result['model']} on {args.target}", ""]
+    kind = "" if args.dtype == "fp32" else f", {args.dtype} (tessel's inputs and outputs float32, torch's {args.dtype})"
+    lines = [f"# {result['model']} on {args.target}{kind}", ""]
     if "threads" in result:
         lines += [f"tessel, torch and onnxruntime on {result['threads']} threads.", ""]
     lines += ["| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]

@@ -20,6 +20,13 @@ void add_dtype_option(CLI::App* cmd, tessel::WorkloadArgs& w) {
                   "fp32; matmul, dense, batch_matmul, conv2d)");
 }
 
+// --dtype of a model: how its weights and the values between kernels are stored.
+void add_model_dtype_option(CLI::App* cmd, std::string& dtype) {
+  cmd->add_option("--dtype", dtype,
+                  "the model's weights and the values between its kernels in fp32 (default), fp16 or bf16; each "
+                  "kernel computes in fp32, and the model's inputs and outputs stay fp32");
+}
+
 void add_workload_options(CLI::App* cmd, tessel::WorkloadArgs& w) {
   cmd->add_option("--op", w.op, "op template (see `tessel ops`)");
   cmd->add_option("--param", w.params, "op parameter NAME=VALUE (repeatable)")->allow_extra_args(false);
@@ -184,7 +191,10 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--param", tune.workload.params, "op parameter NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
   tune_cmd->add_option("--suite", tune.workload.suite, "suite JSON file");
-  add_dtype_option(tune_cmd, tune.workload);
+  tune_cmd->add_option("--dtype", tune.workload.dtype,
+                       "fp32, fp16 or bf16: the op or suite case's element type (16-bit types compute and "
+                       "accumulate in fp32; matmul, dense, batch_matmul, conv2d), or a model's weights and the "
+                       "values between its kernels (each kernel computes in fp32; inputs and outputs stay fp32)");
   tune_cmd->add_option("--case", tune.cases, "a suite case to tune (repeatable)")->allow_extra_args(false);
   tune_cmd->add_flag("--all", tune.all, "tune every case of the suite");
   add_target_option(tune_cmd, tune.target);
@@ -237,6 +247,7 @@ int main(int argc, char** argv) {
   tasks_cmd->add_option("--input-shape", tasks.input_shapes, "NAME=8x128 binds an input's shape (repeatable)")
       ->allow_extra_args(false);
   add_cpu_layout_option(tasks_cmd, tasks.cpu_channel_blocks);
+  add_model_dtype_option(tasks_cmd, tasks.dtype);
   add_target_option(tasks_cmd, tasks.target);
   tasks_cmd->add_flag("--json", tasks.json, "print one JSON object");
 
@@ -247,6 +258,7 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--input-shape", build.input_shapes, "NAME=8x128 binds an input's shape (repeatable)")
       ->allow_extra_args(false);
   add_cpu_layout_option(build_cmd, build.cpu_channel_blocks);
+  add_model_dtype_option(build_cmd, build.dtype);
   add_target_option(build_cmd, build.target);
   build_cmd->add_option("--db", build.db, "tuning log: each task's best schedule (default: default schedules)");
   build_cmd->add_option("-o,--output", build.output, "the model file to write (MODEL.tsl; required)");

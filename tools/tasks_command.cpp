@@ -10,6 +10,7 @@
 #include "schedule/te/error.h"
 #include "tools/commands.h"
 #include "tools/format_duration.h"
+#include "tools/workload.h"
 
 namespace tessel {
 namespace {
@@ -37,9 +38,11 @@ nlohmann::json task_json(const ModelTask& t, double share) {
 
 }  // namespace
 
-ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks) {
+ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks,
+                             const std::string& dtype) {
   ImportOptions o;
   o.cpu_channel_blocks = cpu_channel_blocks;
+  if (!dtype.empty()) o.storage = parse_dtype_option(dtype);
   for (const std::string& spec : input_shapes) {
     auto [name, shape] = parse_input_shape(spec);
     if (!o.input_shapes.emplace(name, shape).second) throw InputError("--input-shape " + name + " is given twice");
@@ -48,7 +51,8 @@ ImportOptions import_options(const std::vector<std::string>& input_shapes, bool 
 }
 
 int cmd_tasks(const TasksArgs& args) {
-  const Model model = load_model(args.model, import_options(args.input_shapes, args.cpu_channel_blocks), args.target);
+  const Model model =
+      load_model(args.model, import_options(args.input_shapes, args.cpu_channel_blocks, args.dtype), args.target);
   double total = 0;
   for (const ModelTask& t : model.tasks) total += t.weight * t.estimate_s;
   auto share = [&](const ModelTask& t) { return total > 0 ? t.weight * t.estimate_s / total : 0.0; };

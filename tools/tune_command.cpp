@@ -135,9 +135,8 @@ Tunables tunables_of(const TuneArgs& args) {
   if (args.model) {
     if (!args.workload.op.empty() || !args.workload.suite.empty() || !args.cases.empty() || args.all)
       throw InputError("give a model, or --op / --suite, not both");
-    if (!args.workload.dtype.empty())
-      throw InputError("--dtype goes with --op or --suite; models are imported in float32");
-    const Model model = load_model(*args.model, import_options(args.input_shapes, args.cpu_channel_blocks), args.target);
+    const Model model = load_model(
+        *args.model, import_options(args.input_shapes, args.cpu_channel_blocks, args.workload.dtype), args.target);
     for (size_t i = 0; i < model.tasks.size(); ++i) {
       const ModelTask& m = model.tasks[i];
       t.tasks.push_back(TuneTask{"t" + std::to_string(i) + " " + m.name, m.dag, static_cast<double>(m.weight)});

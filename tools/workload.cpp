@@ -122,12 +122,17 @@ Workload resolve_workload(const std::string& op, const std::vector<std::string>&
   return w;
 }
 
+DType parse_dtype_option(const std::string& dtype) {
+  static const std::map<std::string, DType> kTypes = {
+      {"fp32", DType::Float32},    {"fp16", DType::Float16},    {"bf16", DType::BFloat16},
+      {"float32", DType::Float32}, {"float16", DType::Float16}, {"bfloat16", DType::BFloat16}};
+  auto type = kTypes.find(dtype);
+  if (type == kTypes.end()) throw InputError("--dtype " + dtype + ": unknown; choose fp32, fp16 or bf16");
+  return type->second;
+}
+
 void apply_dtype(Workload& w, const std::string& dtype) {
-  static const std::map<std::string, std::string> kNames = {{"fp32", "float32"}, {"fp16", "float16"},
-                                                           {"bf16", "bfloat16"}, {"float32", "float32"},
-                                                           {"float16", "float16"}, {"bfloat16", "bfloat16"}};
-  auto name = kNames.find(dtype);
-  if (name == kNames.end()) throw InputError("--dtype " + dtype + ": unknown; choose fp32, fp16 or bf16");
+  const std::string name = to_string(parse_dtype_option(dtype));
   const OpTemplate* t = find_op_template(w.op);
   bool takes_dtype = false;
   if (t)
@@ -136,12 +141,12 @@ void apply_dtype(Workload& w, const std::string& dtype) {
     throw InputError(w.name + ": --dtype: op " + w.op +
                      " has no dtype parameter (matmul, dense, batch_matmul and conv2d take one)");
   auto given = w.params.find("dtype");
-  if (given != w.params.end() && given->second != name->second)
+  if (given != w.params.end() && given->second != name)
     throw InputError(w.name + ": --dtype " + dtype + " disagrees with its dtype=" + given->second);
   const bool from_suite = w.name != describe(w.op, w.params);
-  w.params["dtype"] = name->second;
+  w.params["dtype"] = name;
   w.dag = build_op(w.op, w.params);
-  w.name = from_suite ? w.name + " [" + name->second + "]" : describe(w.op, w.params);
+  w.name = from_suite ? w.name + " [" + name + "]" : describe(w.op, w.params);
 }
 
 void require_fits_in_memory(const Workload& w) {

@@ -24,6 +24,9 @@ Workload resolve_workload(const std::string& op, const std::vector<std::string>&
 // InputError when the name is unknown, the op takes no dtype, or a --param dtype= says otherwise.
 void apply_dtype(Workload& w, const std::string& dtype);
 
+// A --dtype value: fp32, fp16 or bf16 (or float32, float16, bfloat16); InputError for another.
+DType parse_dtype_option(const std::string& dtype);
+
 // Every case of a suite file, in file order.
 std::vector<Workload> load_suite(const std::string& path);
 // The same for the text of a suite; `path` names it in messages.

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -10,6 +11,10 @@
 
 #include "subprocess.h"
 #include "tests/skip.h"
+
+namespace tessel_test {
+std::string demo_cnn_bytes();  // demo_model_file.cpp
+}
 
 using tessel_test::RunResult;
 using tessel_test::source_file;
@@ -657,11 +662,19 @@ TEST_CASE("the dtype option gives an op or a suite case 16-bit inputs and output
                     {"softmax_8192x8192", "no dtype parameter"});
 }
 
-TEST_CASE("the dtype option is refused with a model, for tune and for run", "[cli][half]") {
+TEST_CASE("a model's dtype: an unknown one is refused before anything is recorded, and run takes none",
+          "[cli][half]") {
   TempDir dir;
   const std::string db = dir.file("log.db");
-  require_bad_input({"tune", "model.onnx", "--dtype", "bf16", "--trials", "4", "--db", db},
-                    {"--dtype", "float32"});
+  const std::string model = dir.file("cnn.onnx");
+  std::ofstream(model, std::ios::binary) << tessel_test::demo_cnn_bytes();
+  for (const char* command : {"tune", "tasks", "build"}) {
+    std::vector<std::string> args = {command, model, "--dtype", "fp8"};
+    if (std::string(command) == "tune") args.insert(args.end(), {"--trials", "4", "--db", db});
+    if (std::string(command) == "build") args.insert(args.end(), {"-o", dir.file("m.tsl")});
+    require_bad_input(args, {"--dtype fp8", "fp32, fp16 or bf16"});
+  }
   CHECK_FALSE(std::filesystem::exists(db));
+  CHECK_FALSE(std::filesystem::exists(dir.file("m.tsl")));
   require_bad_input({"run", "model.tsl", "--dtype", "fp16"}, {"--dtype", "built model"});
 }

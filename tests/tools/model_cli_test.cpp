@@ -262,6 +262,47 @@ std::vector<float> read_float_npy(const std::string& path) {
 
 }  // namespace
 
+TEST_CASE("build --dtype bf16|fp16 stores a model's weights in half the bytes, its outputs near float32's",
+          "[cli][model]") {
+  TempDir dir;
+  const std::string model = dir.file("cnn.onnx");
+  std::ofstream(model, std::ios::binary) << demo_cnn_bytes();
+  const std::string input = dir.file("image.pb");
+  tessel_test::write_demo_image(input);
+  auto build_and_run = [&](const std::string& dtype) {
+    std::vector<std::string> args = {"build", model, "-o", dir.file(dtype + ".tsl"), "--json"};
+    if (dtype != "default") args.insert(args.end(), {"--dtype", dtype});
+    RunResult b = tessel(args);
+    INFO(b.out << b.err);
+    REQUIRE(b.exit_code == 0);
+    RunResult r = tessel({"run", dir.file(dtype + ".tsl"), "--input", input, "--output", dir.file(dtype + ".npy")});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    return std::make_pair(nlohmann::json::parse(b.out).at("weight_bytes").get<int64_t>(),
+                          read_float_npy(dir.file(dtype + ".npy")));
+  };
+  const auto [wide_bytes, want] = build_and_run("default");
+  REQUIRE(!want.empty());
+  // torch.testing's tolerances for the types (bf16 rtol 1.6e-2, fp16 1e-3), taken over the largest
+  // output: the error of several layers of 16-bit values.
+  for (const auto& [dtype, tolerance] : {std::pair<std::string, float>{"bf16", 1.6e-2f}, {"fp16", 1e-3f}}) {
+    INFO(dtype);
+    const auto [bytes, got] = build_and_run(dtype);
+    CHECK(bytes * 2 == wide_bytes);
+    REQUIRE(got.size() == want.size());
+    float biggest = 0, error = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      biggest = std::max(biggest, std::abs(want[i]));
+      error = std::max(error, std::abs(got[i] - want[i]));
+    }
+    CHECK(error <= tolerance * biggest + 1e-5f);
+    CHECK(error > 0);  // stored in 16 bits, not float32 under another name
+  }
+  RunResult bad = tessel({"build", model, "--dtype", "fp8", "-o", dir.file("bad.tsl")});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--dtype fp8"));
+}
+
 TEST_CASE("gpu: a model built for cuda within its memory target gives its llvm build's outputs", "[cli][model][gpu]") {
   RunResult probe = tessel({"run", "--op", "matmul", "--param", "M=8", "--param", "N=8", "--param", "K=8", "--target",
                             "cuda", "--min-time", "0.01"});

@@ -7,7 +7,8 @@
 # OUT/MODEL_bBATCH.db, resumed when it is there already, so a long tuning runs in bounded steps.
 #
 # Usage, from the repository root with bundle/ from `make bundle`:
-#   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] [ROUNDS=1] [MEMORY_TARGET=1] \
+#   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] [ROUNDS=1] \
+#     [MEMORY_TARGET=1] [DTYPE=fp32] \
 #     bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
 # MODEL is resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base; images are 224x224, sequences
 # 128 tokens. TUNE_S=0 tunes nothing (the build takes the log as it is, or default schedules);
@@ -16,6 +17,8 @@
 # its logs are OUT/MODEL_bBATCH_llvm.db. ROUNDS>1 times the systems in turn that many times and gives
 # the speed-ups as medians of the rounds' ratios (for a CPU shared with other work). MEMORY_TARGET=0
 # builds with `tessel build --no-memory-target` (cuda: the fastest records, whatever their scratch).
+# DTYPE=bf16 or fp16 stores the model in 16 bits (`--dtype`) and times torch in that type; its logs
+# are OUT/MODEL_bBATCH_bf16.db.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}
@@ -26,6 +29,7 @@ SKIP=${SKIP:-}
 MAX_COMPILE_S=${MAX_COMPILE_S:-0}  # give up on a torch.compile mode whose compile takes longer
 ROUNDS=${ROUNDS:-1}
 MEMORY_TARGET=${MEMORY_TARGET:-1}
+DTYPE=${DTYPE:-fp32}
 export PYTHONPATH=bundle/python${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$OUT"
 [ -x "$T" ] || { [ -f dist/bundle.tar.xz ] && tar -xJf dist/bundle.tar.xz; }
@@ -37,16 +41,17 @@ for spec in "$@"; do
   [ "$spec" != "$name" ] && batch=${spec#*:}
   suffix=""
   [ "$TARGET" != cuda ] && suffix="_$TARGET"
+  [ "$DTYPE" != fp32 ] && suffix="${suffix}_$DTYPE"
   dir="$OUT/${name}_b$batch$suffix"
   mkdir -p "$dir"
   echo "== $name, batch $batch"
   BATCH=$batch SEQ=128 IMAGE=224 python3 bundle/bin/export_models.py "$dir/export" "$name" || { status=1; continue; }
   onnx="$dir/export/$name/model.onnx"
-  "$T" tasks "$onnx" --target "$TARGET" > "$dir/tasks.txt" 2>&1
+  "$T" tasks "$onnx" --target "$TARGET" --dtype "$DTYPE" > "$dir/tasks.txt" 2>&1
   log="$OUT/${name}_b$batch$suffix.db"
   if [ "$TUNE_S" != 0 ]; then
     start=$SECONDS
-    "$T" tune "$onnx" --target "$TARGET" --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" -v \
+    "$T" tune "$onnx" --target "$TARGET" --dtype "$DTYPE" --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" -v \
       >> "$dir/tune.txt" 2>&1 || status=1
     echo "tuning wall time: $((SECONDS - start)) s" | tee -a "$dir/tune.txt"
     tail -n 40 "$dir/tune.txt"
@@ -59,7 +64,7 @@ for spec in "$@"; do
   if [ "$COMPARE" != 0 ]; then
     python3 bundle/bin/compare.py --model "$name" --batch "$batch" --seq 128 --image 224 --target "$TARGET" \
       "${db[@]}" --out "$dir" --tessel "$T" --skip "$SKIP" --max-compile-s "$MAX_COMPILE_S" \
-      --rounds "$ROUNDS" || status=1
+      --rounds "$ROUNDS" --dtype "$DTYPE" || status=1
   fi
   rm -rf "$dir/export" "$dir/$name" "$dir"/*.tsl  # weights and builds: regenerated, not kept
 done

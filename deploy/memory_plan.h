@@ -25,7 +25,8 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes);
 
 // Room for a kernel's scratch beside a plan of the values: per step, the longest run of bytes below
-// `top` (at least the plan's arena) that no value alive at that step occupies.
+// `top` (rounded down to the plan's 64-byte lines, at least the plan's arena) that no value alive at
+// that step occupies.
 std::vector<int64_t> step_room(const std::vector<Lifetime>& values, const MemoryPlan& plan, int64_t steps,
                                int64_t top);
 

@@ -57,7 +57,7 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
               std::vector<std::string>& notes, std::optional<int64_t> scratch_budget = std::nullopt) {
   Chosen c;
   GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
-  if (scratch_budget) gpu.max_partial_sum_bytes = *scratch_budget;
+  if (scratch_budget) gpu.max_partial_sum_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
   const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
   const Trace fallback =
       o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu) : default_schedule(task.dag, cpu);
@@ -378,6 +378,10 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
       blobs.clear();
       a = assemble(model, o, compiled, chosen, report, blobs, room);
     }
+    if (a.arena_bytes > limit)  // a default schedule's scratch that its step has no room for (a padded input)
+      report.notes.push_back("the arena takes " + megabytes(a.arena_bytes) + ", more than the memory target (" +
+                             megabytes(limit) + ", 1.2x the values' liveness bound): a default schedule keeps "
+                             "scratch its step has no room for");
     for (size_t t = 0; t < model.tasks.size(); ++t) {
       if (fastest[t].record_id < 0 || chosen[t].record_id == fastest[t].record_id) continue;
       auto which = [](const Chosen& c) {

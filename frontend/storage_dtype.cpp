@@ -1,6 +1,7 @@
 #include "frontend/storage_dtype.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "schedule/te/error.h"
@@ -9,15 +10,26 @@
 namespace tessel {
 namespace {
 
-// The float32 values to store in 16 bits: every one but the model's inputs and outputs.
-std::set<std::string> stored_values(const Graph& graph) {
+// Whether every value of a float32 constant is finite in `dtype` (float16 ends at 65504: an
+// attention mask of float32's lowest would become -inf, and 0 times it NaN).
+bool fits(const TensorData& data, DType dtype) {
+  if (dtype != DType::Float16) return true;
+  for (float v : data.floats())
+    if (std::isfinite(v) && std::abs(v) > 65504.0f) return false;
+  return true;
+}
+
+// The float32 values to store in 16 bits: every one but the model's inputs and outputs, and
+// constants the type cannot hold.
+std::set<std::string> stored_values(const Graph& graph, DType dtype) {
   std::set<std::string> out;
   const std::set<std::string> kept(graph.outputs.begin(), graph.outputs.end());
   const std::set<std::string> inputs(graph.inputs.begin(), graph.inputs.end());
   for (const Node& node : graph.nodes)
     for (const std::string& name : node.inputs)
       if (!name.empty() && graph.has_value(name) && graph.value(name).info.dtype == DType::Float32 &&
-          !inputs.count(name) && !kept.count(name))
+          !inputs.count(name) && !kept.count(name) &&
+          (!graph.value(name).constant || fits(*graph.value(name).constant, dtype)))
         out.insert(name);
   for (const Node& node : graph.nodes)
     for (const std::string& name : node.outputs)
@@ -60,8 +72,9 @@ ComputeDAG stored_dag(const Subgraph& sub, const std::set<std::string>& stored, 
       return make_cast(wide, make_tensor_read(e->name, e->args, half));
     });
   }
-  if (stored.count(sub.output) && ops.back().dtype == DType::Float32) {
+  if (stored.count(sub.output)) {
     Operation& last = ops.back();
+    TESSEL_CHECK(last.dtype == DType::Float32, sub.summary + ": a stored output computed as " + to_string(last.dtype));
     if (last.reduce == ReduceKind::None) {
       last.body = make_cast(half, last.body);
       last.dtype = dtype;
@@ -91,7 +104,7 @@ ComputeDAG stored_dag(const Subgraph& sub, const std::set<std::string>& stored, 
 void store_in(DType dtype, Graph& graph, Partition& partition) {
   if (dtype == DType::Float32) return;
   TESSEL_CHECK(dtype == DType::Float16 || dtype == DType::BFloat16, "a model is stored in float16 or bfloat16");
-  const std::set<std::string> stored = stored_values(graph);
+  const std::set<std::string> stored = stored_values(graph, dtype);
   for (Subgraph& sub : partition.subgraphs) sub.dag = stored_dag(sub, stored, dtype);
   for (const std::string& name : stored) {
     Value v = graph.value(name);

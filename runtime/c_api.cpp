@@ -59,7 +59,7 @@ TesselDType c_dtype(DType d) {
       return TESSEL_BOOL;
     case DType::Float16:
     case DType::BFloat16:
-      break;  // a model file's tensors are float32, int64 or bool: the reader refuses any other type
+      break;  // a model's inputs and outputs are float32, int64 or bool: the reader refuses 16-bit ones
   }
   return TESSEL_FLOAT32;
 }

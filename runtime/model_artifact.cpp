@@ -272,6 +272,10 @@ class ManifestReader {
       if (!dtype || !kind) fail(b.where() + ": unknown dtype or kind");
       p.dtype = *dtype;
       p.kind = *kind;
+      // 16-bit floats are storage between kernels and of weights: a model's inputs and outputs, which
+      // callers read and write, are float32, int64 or bool.
+      if ((p.kind == PlanBuffer::Kind::Input || p.kind == PlanBuffer::Kind::Output) && Type{p.dtype, 1}.is_half())
+        fail(b.field("dtype") + ": an input or output of " + to_string(p.dtype) + " (float32, int64 or bool)");
       int64_t elements = 1;
       for (const nlohmann::json& d : array(e.at("shape"), b.field("shape"))) {
         if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > kMaxElements / elements)

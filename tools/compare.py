@@ -253,8 +253,9 @@ def main():
             result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": rtol * ref + 1e-5,
                                "ok": err <= rtol * ref + 1e-5}
             if args.dtype != "fp32":  # torch timed in the type, on the input converted
-                model = model.to({"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype])
-                x = x.to(next(model.parameters()).dtype) if x.is_floating_point() else x
+                torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+                model = model.to(torch_dtype)
+                x = x.to(torch_dtype) if x.is_floating_point() else x
             progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
             result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time, "tessel")
             result["systems"]["tessel"]["memory"] = ctx.memory()
@@ -335,7 +336,8 @@ def write_reports(args, result):
         json.dump(result, f, indent=1)
     systems = result["systems"]
     tessel_s = systems.get("tessel", {}).get("median_s")
-    kind = "" if args.dtype == "fp32" else f", {args.dtype} (tessel's inputs and outputs float32, torch's {args.dtype})"
+    kind = "" if args.dtype == "fp32" else f", {args.dtype} (tessel's inputs and outputs float32" + \
+        (f", torch's {args.dtype})" if args.model else ")")
     lines = [f"# {result['model']} on {args.target}{kind}", ""]
     if "threads" in result:
         lines += [f"tessel, torch and onnxruntime on {result['threads']} threads.", ""]

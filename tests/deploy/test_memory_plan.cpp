@@ -118,6 +118,11 @@ TEST_CASE("memory plan: a step's room for scratch is its longest free run below 
   CHECK(room == std::vector<int64_t>{4096, 4096, 12288});
   // Below the arena's own top (the top given is less), the gaps alone count.
   CHECK(step_room(lives, plan, 3, 0) == std::vector<int64_t>{0, 4096, 8192});
+  // A top inside a 64-byte line: the room ends at the line before it, where a block placed in
+  // whole lines still fits below the top.
+  const std::vector<Lifetime> one = {{64, 0, 0}};
+  CHECK(step_room(one, plan_memory(one), 1, 100) == std::vector<int64_t>{0});
+  CHECK(step_room(one, plan_memory(one), 1, 200) == std::vector<int64_t>{128});
 }
 
 TEST_CASE("memory plan: step blocks that fit their room stay within the top", "[deploy]") {

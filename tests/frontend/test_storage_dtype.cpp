@@ -116,5 +116,30 @@ TEST_CASE("a product stored in bfloat16 takes the GPU's tensor cores by default"
   CHECK_FALSE(takes_tensor_cores(f.tasks[1].dag));
 }
 
+TEST_CASE("float16 storage keeps a constant it cannot hold in float32", "[frontend][dtype]") {
+  // x [2, 4] + mask -> Relu -> r -> * scale -> y: the mask holds float32's lowest (an attention
+  // mask), past float16's 65504 (it would become -inf, and 0 times it NaN); bfloat16 holds it.
+  TempDir dir;
+  onnx::ModelProto model = make_model();
+  add_input(model, "x", {2, 4});
+  add_float_initializer(model, "mask", {4}, {0.0f, -3.4e38f, 0.0f, 1.0f});
+  add_float_initializer(model, "scale", {4}, {0.5f, 2.0f, -1.0f, 3.0f});
+  add_node(model, "Add", {"x", "mask"}, {"a"}, "add");
+  add_node(model, "Relu", {"a"}, {"r"}, "relu");
+  add_node(model, "Mul", {"r", "scale"}, {"y"}, "mul");
+  add_output(model, "y", {2, 4});
+  write_file(dir.file("m.onnx"), serialize(model));
+  ImportOptions options;
+  options.storage = DType::Float16;
+  const Model half = load_model(dir.file("m.onnx"), options, TargetKind::Llvm);
+  CHECK(half.graph.value("mask").info.dtype == DType::Float32);
+  CHECK(half.graph.value("scale").info.dtype == DType::Float16);
+  check_types_agree(half);
+  options.storage = DType::BFloat16;
+  const Model bf = load_model(dir.file("m.onnx"), options, TargetKind::Llvm);
+  CHECK(bf.graph.value("mask").info.dtype == DType::BFloat16);
+  check_types_agree(bf);
+}
+
 }  // namespace
 }  // namespace tessel

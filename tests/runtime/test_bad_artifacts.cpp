@@ -135,6 +135,12 @@ TEST_CASE("a manifest whose offsets or indices point outside the file or the are
   });
   CHECK_THAT(load_error(f.path), Contains("kernels[0].scratch") && Contains("offset"));
   write_bytes(f.path, good);
+  edit_manifest(f.path, [](nlohmann::json& j) {  // 16-bit floats are storage, never what a caller passes
+    for (nlohmann::json& b : j["buffers"])
+      if (b["kind"] == "input") b["dtype"] = "bfloat16";
+  });
+  CHECK_THAT(load_error(f.path), Contains("an input or output of bfloat16"));
+  write_bytes(f.path, good);
   edit_manifest(f.path, [](nlohmann::json& j) { j["kernels"][1]["args"][2] = 17; });
   CHECK_THAT(load_error(f.path), Contains("kernels[1]") && Contains("index outside"));
   write_bytes(f.path, good);

@@ -10,18 +10,18 @@ namespace {
 
 constexpr int64_t kAlign = 64;
 
-int64_t aligned(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 bool overlap(const Lifetime& a, const Lifetime& b) { return a.first <= b.last && b.first <= a.last; }
 
 }  // namespace
+
+int64_t arena_bytes_of(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes) {
   int64_t steps = 0;
   for (const Lifetime& l : lifetimes) steps = std::max(steps, l.last + 1);
   std::vector<int64_t> live(static_cast<size_t>(steps), 0);
   for (const Lifetime& l : lifetimes)
-    for (int64_t s = l.first; s <= l.last; ++s) live[static_cast<size_t>(s)] += aligned(l.bytes);
+    for (int64_t s = l.first; s <= l.last; ++s) live[static_cast<size_t>(s)] += arena_bytes_of(l.bytes);
   return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
 }
 
@@ -34,11 +34,11 @@ MemoryPlan place(const std::vector<Lifetime>& lifetimes, const std::vector<size_
   plan.offsets.assign(lifetimes.size(), 0);
   std::vector<size_t> placed;
   for (size_t i : order) {
-    const int64_t bytes = aligned(lifetimes[i].bytes);
+    const int64_t bytes = arena_bytes_of(lifetimes[i].bytes);
     std::vector<std::pair<int64_t, int64_t>> taken;
     for (size_t j : placed)
       if (overlap(lifetimes[i], lifetimes[j]))
-        taken.push_back({plan.offsets[j], plan.offsets[j] + aligned(lifetimes[j].bytes)});
+        taken.push_back({plan.offsets[j], plan.offsets[j] + arena_bytes_of(lifetimes[j].bytes)});
     std::sort(taken.begin(), taken.end());
     int64_t at = 0, chosen = -1, chosen_gap = 0;
     for (const auto& [start, end] : taken) {
@@ -95,7 +95,7 @@ std::vector<std::pair<int64_t, int64_t>> taken_at(const std::vector<Lifetime>& v
   std::vector<std::pair<int64_t, int64_t>> taken;
   for (size_t j = 0; j < values.size(); ++j)
     if (values[j].first <= step && step <= values[j].last)
-      taken.push_back({plan.offsets[j], plan.offsets[j] + aligned(values[j].bytes)});
+      taken.push_back({plan.offsets[j], plan.offsets[j] + arena_bytes_of(values[j].bytes)});
   std::sort(taken.begin(), taken.end());
   return taken;
 }
@@ -129,7 +129,7 @@ MemoryPlan place_step_blocks(const std::vector<Lifetime>& values, const MemoryPl
   MemoryPlan out = plan;
   top = std::max(top / kAlign * kAlign, plan.arena_bytes);
   for (size_t s = 0; s < block_bytes.size(); ++s) {
-    const int64_t bytes = aligned(block_bytes[s]);
+    const int64_t bytes = arena_bytes_of(block_bytes[s]);
     const std::vector<std::pair<int64_t, int64_t>> taken = taken_at(values, plan, static_cast<int64_t>(s));
     int64_t at = -1, tightest = 0;
     for (const auto& [start, length] : gaps(taken, top))

@@ -24,6 +24,9 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes);
 
+// The bytes a buffer of `bytes` takes in a plan: rounded up to the plan's 64-byte alignment.
+int64_t arena_bytes_of(int64_t bytes);
+
 // Room for a kernel's scratch beside a plan of the values: per step, the longest run of bytes below
 // `top` (rounded down to the plan's 64-byte lines, at least the plan's arena) that no value alive at
 // that step occupies.

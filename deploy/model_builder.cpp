@@ -30,12 +30,10 @@ struct Chosen {
   bool is_default = true;  // the trace is the default schedule's (a record of it, or no record)
 };
 
-int64_t aligned64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // The bytes a kernel's scratch buffers take in the arena, one after the other.
 int64_t scratch_bytes(const std::vector<BufferParam>& scratch) {
   int64_t bytes = 0;
-  for (const BufferParam& p : scratch) bytes += aligned64(buffer_bytes(p));
+  for (const BufferParam& p : scratch) bytes += arena_bytes_of(buffer_bytes(p));
   return bytes;
 }
 
@@ -218,7 +216,8 @@ void place_values(ModelArtifact& a, BuildReport& report, StepRoom& room) {
   room.gap = step_room(lives, values, steps, top);
   room.free.assign(a.kernels.size(), top);
   for (const Lifetime& l : lives)
-    for (int64_t k = l.first; k <= l.last && k < steps; ++k) room.free[static_cast<size_t>(k)] -= aligned64(l.bytes);
+    for (int64_t k = l.first; k <= l.last && k < steps; ++k)
+      room.free[static_cast<size_t>(k)] -= arena_bytes_of(l.bytes);
 
   std::vector<int64_t> blocks(a.kernels.size(), 0);
   std::vector<Lifetime> together = lives;
@@ -239,7 +238,7 @@ void place_values(ModelArtifact& a, BuildReport& report, StepRoom& room) {
     int64_t at = use_joint ? 0 : plan.offsets[ids.size() + k];  // one block a kernel, buffers in turn
     for (const BufferParam& s : kernel.scratch) {
       kernel.scratch_offsets.push_back(use_joint ? plan.offsets[next++] : at);
-      at += aligned64(buffer_bytes(s));
+      at += arena_bytes_of(buffer_bytes(s));
     }
   }
   a.arena_bytes = plan.arena_bytes;

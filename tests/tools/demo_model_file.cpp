@@ -1,10 +1,11 @@
-// The demo CNN's ONNX bytes and an input image for the CLI tests, here because the tests' `tessel`
+// The demo CNN's ONNX bytes, an input image and an output file's values for the CLI tests, here because the tests' `tessel`
 // (the binary's runner) and the library's namespace `tessel` cannot share one translation unit.
 #include <string>
 #include <vector>
 
 #include "frontend/demo_model.h"
 #include "frontend/onnx_tensor.h"
+#include "tools/npy.h"
 
 namespace tessel_test {
 
@@ -15,5 +16,7 @@ void write_demo_image(const std::string& path) {
   for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i % 17) / 8.5f - 1.0f;
   tessel::write_tensor_pb(path, "input", tessel::TensorData::of_floats({1, 3, 32, 32}, image));
 }
+
+std::vector<float> npy_floats(const std::string& path) { return tessel::read_npy(path).floats(); }
 
 }  // namespace tessel_test

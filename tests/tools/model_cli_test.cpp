@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,8 +16,9 @@
 #include "subprocess.h"
 
 namespace tessel_test {
-std::string demo_cnn_bytes();                     // demo_model_file.cpp
-void write_demo_image(const std::string& path);  // an input of the demo CNN as a .pb
+std::string demo_cnn_bytes();                            // demo_model_file.cpp
+void write_demo_image(const std::string& path);         // an input of the demo CNN as a .pb
+std::vector<float> npy_floats(const std::string& path);  // an .npy file's values as floats
 }
 
 using tessel_test::demo_cnn_bytes;
@@ -244,23 +244,6 @@ TEST_CASE("run MODEL.tsl --profile times every kernel in the run and lists the t
   CHECK_THAT(op.err, Catch::StartsWith("error: ") && Catch::Contains("--profile"));
 }
 
-namespace {
-
-// The float32 values of an .npy file that `tessel run --output` wrote (format 1.0, little endian).
-std::vector<float> read_float_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
-  REQUIRE(bytes.size() >= 10);
-  REQUIRE(bytes.compare(0, 6, "\x93NUMPY") == 0);
-  const size_t header = static_cast<size_t>(static_cast<unsigned char>(bytes[8])) |
-                        static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8;
-  REQUIRE(bytes.find("'<f4'") < 10 + header);
-  std::vector<float> values((bytes.size() - 10 - header) / sizeof(float));
-  std::memcpy(values.data(), bytes.data() + 10 + header, values.size() * sizeof(float));
-  return values;
-}
-
-}  // namespace
 
 TEST_CASE("build --dtype bf16|fp16 stores a model's weights in half the bytes, its outputs near float32's",
           "[cli][model]") {
@@ -279,7 +262,7 @@ TEST_CASE("build --dtype bf16|fp16 stores a model's weights in half the bytes, i
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     return std::make_pair(nlohmann::json::parse(b.out).at("weight_bytes").get<int64_t>(),
-                          read_float_npy(dir.file(dtype + ".npy")));
+                          tessel_test::npy_floats(dir.file(dtype + ".npy")));
   };
   const auto [wide_bytes, want] = build_and_run("default");
   REQUIRE(!want.empty());
@@ -330,8 +313,8 @@ TEST_CASE("gpu: a model built for cuda within its memory target gives its llvm b
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
   }
-  const std::vector<float> want = read_float_npy(dir.file("cpu.npy"));
-  const std::vector<float> got = read_float_npy(dir.file("gpu.npy"));
+  const std::vector<float> want = tessel_test::npy_floats(dir.file("cpu.npy"));
+  const std::vector<float> got = tessel_test::npy_floats(dir.file("gpu.npy"));
   REQUIRE(got.size() == want.size());
   REQUIRE(!want.empty());
   float biggest = 0, error = 0;

@@ -55,7 +55,7 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
               std::vector<std::string>& notes, std::optional<int64_t> scratch_budget = std::nullopt) {
   Chosen c;
   GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
-  if (scratch_budget) gpu.max_partial_sum_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
+  if (scratch_budget) gpu.max_scratch_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
   const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
   const Trace fallback =
       o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu) : default_schedule(task.dag, cpu);

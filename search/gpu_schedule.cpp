@@ -6,6 +6,7 @@
 
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
+#include "schedule/te/tensor_size.h"
 #include "search/schedule_patterns.h"
 #include "search/sketch.h"
 
@@ -41,6 +42,8 @@ struct Knobs {
                                              // partial results in global memory summed by a second kernel
   bool fold_rows = true;                     // contraction: rows fewer than a block's, after an axis that
                                              // the same operand alone reads, fused with it (rows_fold)
+  bool pad_up_front = true;                  // contraction: a padded input computed once into global
+                                             // memory, else its bounds tests inlined into the fetch
   // Tensor cores (16-bit contractions): a block of warps_m x warps_n warps, each computing
   // tiles_m x tiles_n tiles of 16 x 16, the reduction staged in shared memory k_tiles x 16 at a time.
   bool tensor_core = true;
@@ -52,11 +55,14 @@ struct Knobs {
 
 // A matrix product, batched or not: out[.., i, j] = sum over k of a * b, with a and b two tensors
 // read (each maybe through a cast to float32) at [.., i, k] or [.., k, i] and [.., k, j] or
-// [.., j, k], every other index an output axis (a batch). Returns the contraction and its operand
-// reads (a first: the one without j), or no contraction.
+// [.., j, k], every other index an output axis (a batch). An operand may have fewer batch axes than
+// the output, its own the output's last ones (one weight matrix for every row of a batch of
+// activations: a transformer's projections as torch exports them). Returns the contraction and its
+// operand reads (a first: the one without j), or no contraction.
 struct MatrixProduct {
   const Operation* op = nullptr;
   Expr a, b;
+  bool same_batch = true;  // both operands have every batch axis of the output
 };
 
 MatrixProduct matrix_product(const ComputeDAG& dag) {
@@ -75,15 +81,16 @@ MatrixProduct matrix_product(const ComputeDAG& dag) {
   auto is_var = [](const Expr& e, const std::string& v) { return e->op == ExprOp::Var && e->name == v; };
   auto fits = [&](const Expr& r, const std::string& other) {
     const size_t n = r->args.size();
-    if (n < 2 || n != c->axes.size()) return false;
+    if (n < 2 || n > c->axes.size()) return false;
     const Expr &x = r->args[n - 2], &y = r->args[n - 1];
     if (!((is_var(x, other) && is_var(y, k)) || (is_var(x, k) && is_var(y, other)))) return false;
+    const size_t skipped = c->axes.size() - n;  // the output's leading batch axes the operand lacks
     for (size_t d = 0; d + 2 < n; ++d)
-      if (!is_var(r->args[d], c->axes[d].name)) return false;
+      if (!is_var(r->args[d], c->axes[skipped + d].name)) return false;
     return true;
   };
   if (!fits(a, i) || !fits(b, j)) return {};
-  return {c, a, b};
+  return {c, a, b, a->args.size() == c->axes.size() && b->args.size() == c->axes.size()};
 }
 
 // A matrix product the tensor cores can compute: its operands 16-bit tensors of one type, each
@@ -191,6 +198,14 @@ bool pads_input(const ComputeDAG& dag) {
                      [](const Operation& op) { return !op.is_placeholder && op.body->op == ExprOp::Select; });
 }
 
+// The bytes the DAG's padded inputs take when computed up front (0 where nothing is padded).
+int64_t padded_input_bytes(const ComputeDAG& dag) {
+  int64_t bytes = 0;
+  for (const Operation& op : dag.ops())
+    if (!op.is_placeholder && op.body->op == ExprOp::Select) bytes += op.num_elements() * dtype_bytes(op.dtype);
+  return bytes;
+}
+
 // The contraction's rows as the knobs tile them: axis u, times the axis before it where they fold.
 int64_t tiled_rows(const Operation& c, const Knobs& k) {
   const ContractionAxes ax = contraction_axes(c);
@@ -237,7 +252,8 @@ bool long_plain_contraction(const ComputeDAG& dag, const Operation& c, const Kno
 // 8.8 us). 1x1 convolutions of 64 to 192 channels, matrix products too, ran 1.6-3.2x slower with
 // them, and keep theirs.
 bool short_batched_product(const ComputeDAG& dag, const Operation& c, const Knobs& k) {
-  const bool batched = c.axes.size() >= 3 && matrix_product(dag).op == &c;
+  const MatrixProduct m = matrix_product(dag);
+  const bool batched = c.axes.size() >= 3 && m.op == &c && m.same_batch;
   const int64_t products = c.reduce_axes.empty() ? 0 : c.reduce_axes[0].extent;
   return batched && products >= 64 && products < 256 && k.split_k == 1 && tile_blocks(c, k) >= kBusyBlocks / 2;
 }
@@ -550,19 +566,19 @@ class GpuScheduler {
       compute = cache_stage_name(out.name, MemScope::Local);
     } else {
       apply(set_scope_step(compute, MemScope::Local));
-      schedule_producers(compute, out.name);
     }
+    schedule_producers(compute, out.name);
     tile_contraction(out.name, compute);
   }
 
-  // The stages besides the contraction and the output: padding (a Select) computed once up front,
-  // the others inlined. False where one is another reduction (left alone) or does not inline.
+  // The stages besides the contraction and the output: padding (a Select) computed once up front
+  // (unless the knobs keep it out of global memory), the others inlined. False where one is another reduction (left alone) or does not inline.
   bool schedule_producers(const std::string& contraction, const std::string& out) {
     bool all = true;
     for (const Operation& op : dag_.ops()) {
       if (op.is_placeholder || op.name == out || op.name == contraction) continue;
       if (op.reduce != ReduceKind::None) all = false;
-      else if (op.body->op == ExprOp::Select) schedule_elementwise(op.name);  // padding: once, up front
+      else if (op.body->op == ExprOp::Select && k_.pad_up_front) schedule_elementwise(op.name);  // once, up front
       else all = apply(compute_inline_step(op.name)) && all;
     }
     return all;
@@ -692,10 +708,11 @@ class GpuScheduler {
       const std::string shared = cache_stage_name(t, MemScope::Shared), frag = cache_stage_name(shared, scope);
       apply(compute_at_step(frag, acc, k + ".1"));
       std::vector<std::string> fl = leaves(frag);
-      const std::string d0 = fl[rank - 2], d1 = fl[rank - 1];
+      const int t_rank = static_cast<int>(fl.size());  // the operand's own: maybe fewer batch axes
+      const std::string d0 = fl[t_rank - 2], d1 = fl[t_rank - 1];
       apply(split_step(frag, d0, {16}));
       apply(split_step(frag, d1, {16}));
-      order.assign(fl.begin(), fl.begin() + rank - 2);
+      order.assign(fl.begin(), fl.begin() + t_rank - 2);
       for (const std::string& l : {d0 + ".0", d1 + ".0", d0 + ".1", d1 + ".1"}) order.push_back(l);
       apply(reorder_step(frag, order));
       apply(annotate_step(frag, d0 + ".0", Annotation::Unroll));
@@ -705,7 +722,7 @@ class GpuScheduler {
       apply(compute_at_step(shared, acc, k + ".0"));
       const int64_t rows_cols = (scope == MemScope::MatrixA ? bm : bn) * bk;
       // Rows padded by 8 elements (16 bytes): a warp's fragment loads then spread over the banks.
-      apply(storage_align_step(shared, rank - 2, last_extent_hint(scope, bm, bn, bk, tc), 8));
+      apply(storage_align_step(shared, t_rank - 2, last_extent_hint(scope, bm, bn, bk, tc), 8));
       cooperative(shared, leaves(shared), rows_cols, k_.tc_fetch_vector);
     }
   }
@@ -890,6 +907,7 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.tc_fetch_vector = pick({1, 2, 4, 8});
   k.tc_out_vector = pick({1, 2, 4});
   k.tc_double_buffer = pick({0, 1}) != 0;
+  k.pad_up_front = pick({0, 1, 1}) != 0;
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
     k.block_rows /= 2;
@@ -958,6 +976,7 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     if (splits.size() > 1) k.split_k = d.choose("split_k", splits, DecisionKind::Structure);
     if (folds_rows(*contraction, k))  // fold_rows is on until decided
       k.fold_rows = d.choose("rows.fold", {1, 0}, DecisionKind::Structure) != 0;
+    if (pads_input(dag)) k.pad_up_front = d.choose("pad.up_front", {1, 0}, DecisionKind::ComputeLocation) != 0;
   }
   // Tiles needing more threads than a block has are not schedules; shrink the block tile's rows
   // until they fit (as sample_knobs does), so that few samples are wasted.
@@ -1022,9 +1041,16 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
       knobs.block_cols = std::max<int64_t>(8, ceil_pow2(row));
       knobs.thread_cols = 1;
     }
+    // Scratch within the target's budget: a padded input past it is read through its bounds tests
+    // instead (no copy), then the split-K partial sums take what is left.
+    int64_t most = target.max_scratch_bytes;
+    if (most > 0) {
+      const int64_t padded = padded_input_bytes(dag);
+      knobs.pad_up_front = padded <= most;
+      if (knobs.pad_up_front) most = std::max<int64_t>(1, most - padded);
+    }
     knobs.split_k = default_split_k(*c, knobs);
     const int64_t bytes = c->num_elements() * static_cast<int64_t>(sizeof(float));  // partial sums in float32
-    const int64_t most = target.max_partial_sum_bytes;
     while (knobs.split_k > 1 && most > 0 && knobs.split_k * bytes > most) knobs.split_k /= 2;
     // Long matrix products: 8 x 4 outputs a thread, the reduction staged 32 at a time in two copies
     // (the next fetched with cp.async during this step's products), unrolled whole. On an H200, fp32,

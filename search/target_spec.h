@@ -16,9 +16,10 @@ struct GpuTargetSpec {
   // per multiprocessor anyway (on an H200, 128 x 128 bf16 tiles in 103 KiB: 443 us for a 4096^3
   // matmul, against 630 us for the best 64 x 128 tiles within 48 KiB).
   int64_t max_shared_bytes_tensor_core = 227 * 1024;
-  // The most bytes the default's split-K partial sums may take (global memory kept between its two
-  // kernels); 0: no limit. A model build sets it from its memory budget.
-  int64_t max_partial_sum_bytes = 0;
+  // The most bytes the default schedule may keep in global memory beside its inputs and outputs
+  // (a convolution's padded input, split-K partial sums between its two kernels); 0: no limit. A
+  // model build sets it from its memory budget.
+  int64_t max_scratch_bytes = 0;
 };
 
 }  // namespace tessel

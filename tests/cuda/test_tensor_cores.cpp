@@ -85,6 +85,41 @@ TEST_CASE("weights [N, K] load as column-major b tiles, and float16 has its own 
   cuda_testing::compile_or_skip(p);  // last: without NVRTC the test reports skipped
 }
 
+// Activations [batch, rows, k] by one weight matrix [k, n], the bias added and the sum rounded to
+// bfloat16: a transformer's projection as torch exports it and a 16-bit model build stores it.
+const char* const kProjection =
+    "X = placeholder(bfloat16[3, 61, 45])\n"
+    "W = placeholder(bfloat16[45, 77])\n"
+    "b = placeholder(bfloat16[77])\n"
+    "P[s:3, i:61, j:77] = sum(k:45; (float32(X[s, i, k]) * float32(W[k, j])))  : float32\n"
+    "Y[s1:3, i1:61, j1:77] = bfloat16((P[s1, i1, j1] + float32(b[j1])))  : bfloat16\n";
+
+TEST_CASE("one weight matrix for a batch of activations runs on tensor cores, the weights' tiles without "
+          "a batch axis", "[cuda][tensor_core]") {
+  ComputeDAG dag = parse_dag_text(kProjection);
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  REQUIRE(has_tensorize(t));
+  const State s = replay(dag, t);
+  CHECK(s.op("W.shared").axes.size() == 2);  // staged as the weights are: [k, n]
+  CHECK(s.op("X.shared").axes.size() == 3);
+  LoweredFunc f = lower(s, "projection", gpu_options());
+  CHECK(count_matrix(f.body, MatrixOpKind::LoadB) > 0);
+  CHECK(count_matrix(f.body, MatrixOpKind::MmaSync) > 0);
+  CudaProgram p = emit_cuda(f);
+  CHECK(contains(p.source, "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32"));
+  CHECK(p.launches.at(0).grid[2] == 3);  // a block column per batch
+  int tensor_core = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    Trace r = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+    INFO("seed " << seed << ": " << trace_to_json(r));
+    tensor_core += has_tensorize(r);
+    CHECK_NOTHROW(lower(replay(dag, r), "k", gpu_options()));
+  }
+  CHECK(tensor_core >= 5);
+  cuda_testing::compile_or_skip(p);  // last: without NVRTC the test reports skipped
+}
+
 TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and the CUDA cores",
           "[cuda][tensor_core]") {
   for (const char* op : {"matmul", "batch_matmul"}) {

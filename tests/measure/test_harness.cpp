@@ -195,10 +195,11 @@ TEST_CASE("cuda gpu: the cuda harness measures, and survives an out-of-bounds ke
 // The default GPU schedule of each case, which has the step `shape` looks for, run on the GPU and
 // checked against the reference (skipped without a GPU).
 static void check_gpu_defaults(const std::vector<std::pair<std::string, ComputeDAG>>& cases,
-                               const std::function<bool(const Step&)>& shape) {
+                               const std::function<bool(const Step&)>& shape,
+                               const GpuTargetSpec& target = GpuTargetSpec{}) {
   std::vector<Trace> traces;
   for (const auto& [what, dag] : cases) {
-    traces.push_back(default_gpu_schedule(dag, GpuTargetSpec{}));
+    traces.push_back(default_gpu_schedule(dag, target));
     INFO(what << ": " << trace_to_json(traces.back()));
     REQUIRE(std::any_of(traces.back().steps.begin(), traces.back().steps.end(), shape));
   }
@@ -254,4 +255,30 @@ TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute 
                                                      {"KH", "3"}, {"KW", "3"}, {"pad", "1"}})},
                       {"matmul", build_op("matmul", {{"M", "97"}, {"N", "61"}, {"K", "771"}})}},
                      [](const Step& s) { return s.kind == StepKind::RFactor; });
+}
+
+TEST_CASE("cuda gpu: one bfloat16 weight matrix for a batch of activations on tensor cores computes the "
+          "reference at odd shapes", "[measure][cuda][gpu]") {
+  check_gpu_defaults({{"projection", parse_dag_text("X = placeholder(bfloat16[3, 61, 45])\n"
+                                                    "W = placeholder(bfloat16[45, 77])\n"
+                                                    "b = placeholder(bfloat16[77])\n"
+                                                    "P[s:3, i:61, j:77] = sum(k:45; (float32(X[s, i, k]) * "
+                                                    "float32(W[k, j])))  : float32\n"
+                                                    "Y[s1:3, i1:61, j1:77] = bfloat16((P[s1, i1, j1] + "
+                                                    "float32(b[j1])))  : bfloat16\n")}},
+                     [](const Step& s) { return s.kind == StepKind::Tensorize; });
+}
+
+TEST_CASE("cuda gpu: a default whose scratch budget leaves no room for the padded input reads it through its "
+          "bounds tests and computes the reference", "[measure][cuda][gpu]") {
+  // As a model build asks when a step's memory has no room: every padded value tested in the fetch.
+  GpuTargetSpec no_room;
+  no_room.max_scratch_bytes = 1;
+  check_gpu_defaults({{"conv2d bias relu", build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"},
+                                                             {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                                                             {"bias", "1"}, {"act", "relu"}})},
+                      {"conv2d stride 2", build_op("conv2d", {{"N", "2"}, {"C", "13"}, {"H", "61"}, {"W", "61"},
+                                                              {"F", "19"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"},
+                                                              {"pad", "1"}})}},
+                     [](const Step& s) { return s.kind == StepKind::ComputeInline && s.stage == "pad"; }, no_room);
 }

@@ -14,6 +14,7 @@
 #include "schedule/interpreter/reference_interpreter.h"
 #include "schedule/lower/lower.h"
 #include "schedule/ops/op_library.h"
+#include "schedule/te/tensor_size.h"
 #include "schedule/te/dag_parser.h"
 #include "search/default_schedule.h"
 #include "search/gpu_schedule.h"
@@ -1032,4 +1033,50 @@ TEST_CASE("GPU contractions with few outputs and a long reduction split it (spli
     if (parts == 4) CHECK(has_split(p, "k", {193}));
     CHECK_NOTHROW(lower(replay(mm, p), "parts", options));
   }
+}
+
+TEST_CASE("GPU default keeps its scratch within the target's budget: a padded input past it is read through "
+          "its bounds tests", "[search][gpu]") {
+  // The 3x3 convolution of 100 channels into 61 at 7x7 again: its padded input takes 100 x 9 x 9
+  // floats (32400 bytes), its 8 parts of partial sums 8 x 61 x 7 x 7 floats (95648 bytes).
+  ComputeDAG conv = build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"}, {"KH", "3"},
+                                        {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}});
+  std::string pad;
+  for (const Operation& op : conv.ops())
+    if (!op.is_placeholder && op.body->op == ExprOp::Select) pad = op.name;
+  REQUIRE(!pad.empty());
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  struct Scratch {
+    ComputeLoc pad;
+    int64_t bytes = 0;
+  };
+  auto scratch_of = [&](int64_t budget) {
+    GpuTargetSpec target;
+    target.max_scratch_bytes = budget;
+    const Trace t = default_gpu_schedule(conv, target);
+    INFO(budget << ": " << trace_to_json(t, true));
+    const State s = replay(conv, t);
+    Scratch out{s.stage(pad).loc};
+    for (const BufferParam& p : emit_cuda(lower(s, "budget", options)).scratch)
+      out.bytes += num_elements(p) * dtype_bytes(p.dtype);
+    return out;
+  };
+  const Scratch unlimited = scratch_of(0);
+  CHECK(unlimited.pad == ComputeLoc::Root);
+  CHECK(unlimited.bytes == 32400 + 95648);
+  // One byte short of both: the padded input and 4 parts (47824 bytes); then the padded input alone.
+  const Scratch four_parts = scratch_of(32400 + 95647);
+  CHECK(four_parts.pad == ComputeLoc::Root);
+  CHECK(four_parts.bytes == 32400 + 47824);
+  const Scratch padded_only = scratch_of(32400 + 11955);
+  CHECK(padded_only.pad == ComputeLoc::Root);
+  CHECK(padded_only.bytes == 32400);
+  // Short of the padded input: read through its bounds tests, the budget left to the parts (2).
+  const Scratch inlined = scratch_of(32399);
+  CHECK(inlined.pad == ComputeLoc::Inline);
+  CHECK(inlined.bytes == 23912);
+  const Scratch none = scratch_of(1);
+  CHECK(none.pad == ComputeLoc::Inline);
+  CHECK(none.bytes == 0);
 }

@@ -57,7 +57,9 @@ def parse_args():
                    "inputs and outputs float32) and torch runs the model and its input converted to the type; "
                    "outputs are checked against torch's float32 run at torch.testing's rtol for the type")
     p.add_argument("--max-compile-s", type=float, default=0,
-                   help="give up on a torch.compile mode whose first call takes longer (0: wait however long)")
+                   help="give up on a torch.compile mode whose first call takes longer (0: wait however long); "
+                   "the autotuning it finished stays in inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR), "
+                   "and a later run resumes from it")
     return p.parse_args()
 
 

@@ -8,7 +8,7 @@
 #
 # Usage, from the repository root with bundle/ from `make bundle`:
 #   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] [ROUNDS=1] \
-#     [MEMORY_TARGET=1] [DTYPE=fp32] \
+#     [MEMORY_TARGET=1] [DTYPE=fp32] [TORCH_CACHE=DIR] \
 #     bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
 # MODEL is resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base; images are 224x224, sequences
 # 128 tokens. TUNE_S=0 tunes nothing (the build takes the log as it is, or default schedules);
@@ -18,7 +18,10 @@
 # the speed-ups as medians of the rounds' ratios (for a CPU shared with other work). MEMORY_TARGET=0
 # builds with `tessel build --no-memory-target` (cuda: the fastest records, whatever their scratch).
 # DTYPE=bf16 or fp16 stores the model in 16 bits (`--dtype`) and times torch in that type; its logs
-# are OUT/MODEL_bBATCH_bf16.db.
+# are OUT/MODEL_bBATCH_bf16.db. TORCH_CACHE=DIR keeps torch inductor's and Triton's on-disk caches
+# there: a max-autotune compile stopped at MAX_COMPILE_S leaves its finished autotuning in them, and
+# a later run with the same folder (copied between hosts of one kind) resumes from it, so a compile
+# longer than one run is done in bounded steps; the compile time a run reports is then its own step's.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}
@@ -31,6 +34,10 @@ ROUNDS=${ROUNDS:-1}
 MEMORY_TARGET=${MEMORY_TARGET:-1}
 DTYPE=${DTYPE:-fp32}
 export PYTHONPATH=bundle/python${PYTHONPATH:+:$PYTHONPATH}
+if [ -n "${TORCH_CACHE:-}" ]; then
+  mkdir -p "$TORCH_CACHE/inductor" "$TORCH_CACHE/triton"
+  export TORCHINDUCTOR_CACHE_DIR=$(cd "$TORCH_CACHE" && pwd)/inductor TRITON_CACHE_DIR=$(cd "$TORCH_CACHE" && pwd)/triton
+fi
 mkdir -p "$OUT"
 [ -x "$T" ] || { [ -f dist/bundle.tar.xz ] && tar -xJf dist/bundle.tar.xz; }
 

@@ -55,7 +55,10 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
               std::vector<std::string>& notes, std::optional<int64_t> scratch_budget = std::nullopt) {
   Chosen c;
   GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
-  if (scratch_budget) gpu.max_scratch_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
+  if (scratch_budget) {
+    gpu.max_scratch_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
+    gpu.scratch_alignment = arena_bytes_of(1);  // counted as the memory plan places it
+  }
   const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
   const Trace fallback =
       o.target == TargetKind::Cuda ? default_gpu_schedule(task.dag, gpu) : default_schedule(task.dag, cpu);
@@ -377,7 +380,7 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
       blobs.clear();
       a = assemble(model, o, compiled, chosen, report, blobs, room);
     }
-    if (a.arena_bytes > limit)  // a default schedule's scratch that its step has no room for (a padded input)
+    if (a.arena_bytes > limit)  // a default whose scratch its step has no room for (its smallest tiles' fallback)
       report.notes.push_back("the arena takes " + megabytes(a.arena_bytes) + ", more than the memory target (" +
                              megabytes(limit) + ", 1.2x the values' liveness bound): a default schedule keeps "
                              "scratch its step has no room for");

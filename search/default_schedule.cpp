@@ -311,7 +311,7 @@ class DefaultScheduler {
     return is_expensive(op.body) && dag_.consumers(op.name).size() > 1;
   }
 
-  static bool is_padding(const Operation& op) { return op.reduce == ReduceKind::None && op.body->op == ExprOp::Select; }
+  bool is_padding(const Operation& op) const { return pads_reduction_input(dag_, op); }
 
   // An output that is itself a reduction: its output axes fused into one parallel loop (a batch of 1
   // leaves the first axis with nothing to share out). A long single reduction (a row sum) is
@@ -573,7 +573,7 @@ class DefaultScheduler {
     for (const Operation& op : dag_.ops()) {
       if (op.is_placeholder || op.name == out || op.name == contraction || op.reduce != ReduceKind::None) continue;
       // Padding is computed once up front: inlined, its bounds test would run in the inner loop.
-      if (op.body->op == ExprOp::Select) {
+      if (is_padding(op)) {
         schedule_padding(op.name);
         continue;
       }

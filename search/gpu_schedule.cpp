@@ -93,6 +93,9 @@ MatrixProduct matrix_product(const ComputeDAG& dag) {
   return {c, a, b, a->args.size() == c->axes.size() && b->args.size() == c->axes.size()};
 }
 
+// The rows of the default tensor-core block (2 warps of 2 tiles of 16).
+constexpr int64_t kTensorCoreBlockRows = 64;
+
 // A matrix product the tensor cores can compute: its operands 16-bit tensors of one type, each
 // read through a cast to float32, and the sum not the DAG's output (an epilogue converts it back
 // to 16 bits).
@@ -107,6 +110,10 @@ TensorCoreContraction tensor_core_contraction(const ComputeDAG& dag) {
   const Expr& x = m.op->body->args[0];
   const Expr& y = m.op->body->args[1];
   if (!cast_of_half(x) || !cast_of_half(y) || m.a->type.dtype != m.b->type.dtype) return {};
+  // One weight matrix for rows fewer than a block's (activations [sequence, batch 8, features]):
+  // the CUDA-core tiling folds them into the axis before them (rows_fold); here each block would
+  // leave most of its rows idle.
+  if (!m.same_batch && m.op->axes[m.op->axes.size() - 2].extent < kTensorCoreBlockRows) return {};
   return m;
 }
 
@@ -192,17 +199,23 @@ bool folds_rows(const Operation& c, const Knobs& k) {
   return k.fold_rows && rows_fold(c, contraction_axes(c).u, k.block_rows, k.thread_rows);
 }
 
-// Whether a stage of the DAG pads an input (a Select: a convolution's zeros around the image).
+// Whether a stage of the DAG pads an input of a reduction (a convolution's zeros around the image).
 bool pads_input(const ComputeDAG& dag) {
   return std::any_of(dag.ops().begin(), dag.ops().end(),
-                     [](const Operation& op) { return !op.is_placeholder && op.body->op == ExprOp::Select; });
+                     [&](const Operation& op) { return pads_reduction_input(dag, op); });
+}
+
+// A buffer of `bytes` in global memory as the target counts it (whole lines of its alignment).
+int64_t scratch_bytes_of(int64_t bytes, const GpuTargetSpec& target) {
+  const int64_t line = std::max<int64_t>(1, target.scratch_alignment);
+  return (bytes + line - 1) / line * line;
 }
 
 // The bytes the DAG's padded inputs take when computed up front (0 where nothing is padded).
-int64_t padded_input_bytes(const ComputeDAG& dag) {
+int64_t padded_input_bytes(const ComputeDAG& dag, const GpuTargetSpec& target) {
   int64_t bytes = 0;
   for (const Operation& op : dag.ops())
-    if (!op.is_placeholder && op.body->op == ExprOp::Select) bytes += op.num_elements() * dtype_bytes(op.dtype);
+    if (pads_reduction_input(dag, op)) bytes += scratch_bytes_of(op.num_elements() * dtype_bytes(op.dtype), target);
   return bytes;
 }
 
@@ -578,7 +591,7 @@ class GpuScheduler {
     for (const Operation& op : dag_.ops()) {
       if (op.is_placeholder || op.name == out || op.name == contraction) continue;
       if (op.reduce != ReduceKind::None) all = false;
-      else if (op.body->op == ExprOp::Select && k_.pad_up_front) schedule_elementwise(op.name);  // once, up front
+      else if (pads_reduction_input(dag_, op) && k_.pad_up_front) schedule_elementwise(op.name);  // up front
       else all = apply(compute_inline_step(op.name)) && all;
     }
     return all;
@@ -1045,13 +1058,15 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
     // instead (no copy), then the split-K partial sums take what is left.
     int64_t most = target.max_scratch_bytes;
     if (most > 0) {
-      const int64_t padded = padded_input_bytes(dag);
+      const int64_t padded = padded_input_bytes(dag, target);
       knobs.pad_up_front = padded <= most;
       if (knobs.pad_up_front) most = std::max<int64_t>(1, most - padded);
     }
     knobs.split_k = default_split_k(*c, knobs);
-    const int64_t bytes = c->num_elements() * static_cast<int64_t>(sizeof(float));  // partial sums in float32
-    while (knobs.split_k > 1 && most > 0 && knobs.split_k * bytes > most) knobs.split_k /= 2;
+    auto partial_sums = [&](int64_t parts) {  // in float32
+      return scratch_bytes_of(parts * c->num_elements() * static_cast<int64_t>(sizeof(float)), target);
+    };
+    while (knobs.split_k > 1 && most > 0 && partial_sums(knobs.split_k) > most) knobs.split_k /= 2;
     // Long matrix products: 8 x 4 outputs a thread, the reduction staged 32 at a time in two copies
     // (the next fetched with cp.async during this step's products), unrolled whole. On an H200, fp32,
     // in one run against cuBLAS: a 4096^3 matmul in 3019 us (cuBLAS 2687 us; 8 x 4 in steps of 16,
@@ -1076,6 +1091,7 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
   if (lowers(dag, t, target)) return t;
   // A shape the fixed tile sizes do not fit (shared memory, say): fall back to smaller tiles.
   Knobs small;
+  small.pad_up_front = knobs.pad_up_front;
   small.block_rows = small.block_cols = 16;
   small.thread_rows = small.thread_cols = 2;
   small.reduce_tile = 4;

@@ -39,6 +39,16 @@ std::vector<Expr> tensor_reads(const Expr& e) {
   return out;
 }
 
+bool pads_reduction_input(const ComputeDAG& dag, const Operation& op) {
+  if (op.is_placeholder || op.reduce != ReduceKind::None || op.body->op != ExprOp::Select) return false;
+  for (const Operation& r : dag.ops()) {
+    if (r.is_placeholder || r.reduce == ReduceKind::None) continue;
+    for (const Expr& read : tensor_reads(r.body))
+      if (read->name == op.name) return true;
+  }
+  return false;
+}
+
 namespace {
 // The tensor read a product's operand is: the read itself, or the read of a 16-bit tensor widened
 // to float32; nullptr for anything else.

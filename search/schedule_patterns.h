@@ -29,6 +29,11 @@ bool read_uses_axis(const Expr& read, const std::string& axis);
 // Every TensorRead in `e`, in order.
 std::vector<Expr> tensor_reads(const Expr& e);
 
+// Whether `op` pads the input of a reduction of `dag`: a Select stage a reduction reads (a
+// convolution's or a pool's zeros around the image). A Select elsewhere (LeakyRelu's, in an
+// epilogue) is not one.
+bool pads_reduction_input(const ComputeDAG& dag, const Operation& op);
+
 // A sum of products of two tensor reads, each missing an output axis the other has (A[i,k] *
 // B[k,j]): the reuse register tiling exploits. X[i,k] * X[i,k] is a row reduction, not one.
 const Operation* find_contraction(const ComputeDAG& dag);

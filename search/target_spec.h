@@ -20,6 +20,7 @@ struct GpuTargetSpec {
   // (a convolution's padded input, split-K partial sums between its two kernels); 0: no limit. A
   // model build sets it from its memory budget.
   int64_t max_scratch_bytes = 0;
+  int64_t scratch_alignment = 1;  // each scratch buffer counted in whole lines of this many bytes
 };
 
 }  // namespace tessel

@@ -88,11 +88,11 @@ TEST_CASE("weights [N, K] load as column-major b tiles, and float16 has its own 
 // Activations [batch, rows, k] by one weight matrix [k, n], the bias added and the sum rounded to
 // bfloat16: a transformer's projection as torch exports it and a 16-bit model build stores it.
 const char* const kProjection =
-    "X = placeholder(bfloat16[3, 61, 45])\n"
+    "X = placeholder(bfloat16[3, 97, 45])\n"
     "W = placeholder(bfloat16[45, 77])\n"
     "b = placeholder(bfloat16[77])\n"
-    "P[s:3, i:61, j:77] = sum(k:45; (float32(X[s, i, k]) * float32(W[k, j])))  : float32\n"
-    "Y[s1:3, i1:61, j1:77] = bfloat16((P[s1, i1, j1] + float32(b[j1])))  : bfloat16\n";
+    "P[s:3, i:97, j:77] = sum(k:45; (float32(X[s, i, k]) * float32(W[k, j])))  : float32\n"
+    "Y[s1:3, i1:97, j1:77] = bfloat16((P[s1, i1, j1] + float32(b[j1])))  : bfloat16\n";
 
 TEST_CASE("one weight matrix for a batch of activations runs on tensor cores, the weights' tiles without "
           "a batch axis", "[cuda][tensor_core]") {
@@ -103,6 +103,11 @@ TEST_CASE("one weight matrix for a batch of activations runs on tensor cores, th
   const State s = replay(dag, t);
   CHECK(s.op("W.shared").axes.size() == 2);  // staged as the weights are: [k, n]
   CHECK(s.op("X.shared").axes.size() == 3);
+  // Their rows padded along their own second-to-last axis: k for the weights, i for the activations.
+  REQUIRE(s.stage("W.shared").storage_align.size() == 1);
+  CHECK(s.stage("W.shared").storage_align[0].axis == 0);
+  REQUIRE(s.stage("X.shared").storage_align.size() == 1);
+  CHECK(s.stage("X.shared").storage_align[0].axis == 1);
   LoweredFunc f = lower(s, "projection", gpu_options());
   CHECK(count_matrix(f.body, MatrixOpKind::LoadB) > 0);
   CHECK(count_matrix(f.body, MatrixOpKind::MmaSync) > 0);
@@ -118,6 +123,21 @@ TEST_CASE("one weight matrix for a batch of activations runs on tensor cores, th
   }
   CHECK(tensor_core >= 5);
   cuda_testing::compile_or_skip(p);  // last: without NVRTC the test reports skipped
+}
+
+TEST_CASE("one weight matrix for rows fewer than a tensor-core block keeps the CUDA cores, the rows folded",
+          "[cuda][tensor_core]") {
+  // Activations [sequence 13, batch 8, features]: 8 rows a block of 64 would leave 7/8 idle.
+  ComputeDAG dag = parse_dag_text(
+      "X = placeholder(bfloat16[13, 8, 45])\nW = placeholder(bfloat16[45, 77])\n"
+      "P[s:13, i:8, j:77] = sum(k:45; (float32(X[s, i, k]) * float32(W[k, j])))  : float32\n"
+      "Y[s1:13, i1:8, j1:77] = bfloat16(P[s1, i1, j1])  : bfloat16\n");
+  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  CHECK_FALSE(has_tensorize(t));
+  CHECK(std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) {
+    return s.kind == StepKind::Fuse && s.stage == "Y" && s.loops == std::vector<std::string>{"s1", "i1"};
+  }));
 }
 
 TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and the CUDA cores",

@@ -259,12 +259,12 @@ TEST_CASE("cuda gpu: contractions split along their reduction (split-K) compute 
 
 TEST_CASE("cuda gpu: one bfloat16 weight matrix for a batch of activations on tensor cores computes the "
           "reference at odd shapes", "[measure][cuda][gpu]") {
-  check_gpu_defaults({{"projection", parse_dag_text("X = placeholder(bfloat16[3, 61, 45])\n"
+  check_gpu_defaults({{"projection", parse_dag_text("X = placeholder(bfloat16[3, 97, 45])\n"
                                                     "W = placeholder(bfloat16[45, 77])\n"
                                                     "b = placeholder(bfloat16[77])\n"
-                                                    "P[s:3, i:61, j:77] = sum(k:45; (float32(X[s, i, k]) * "
+                                                    "P[s:3, i:97, j:77] = sum(k:45; (float32(X[s, i, k]) * "
                                                     "float32(W[k, j])))  : float32\n"
-                                                    "Y[s1:3, i1:61, j1:77] = bfloat16((P[s1, i1, j1] + "
+                                                    "Y[s1:3, i1:97, j1:77] = bfloat16((P[s1, i1, j1] + "
                                                     "float32(b[j1])))  : bfloat16\n")}},
                      [](const Step& s) { return s.kind == StepKind::Tensorize; });
 }
@@ -281,4 +281,17 @@ TEST_CASE("cuda gpu: a default whose scratch budget leaves no room for the padde
                                                               {"F", "19"}, {"KH", "3"}, {"KW", "3"}, {"stride", "2"},
                                                               {"pad", "1"}})}},
                      [](const Step& s) { return s.kind == StepKind::ComputeInline && s.stage == "pad"; }, no_room);
+  // Room for 2 parts of partial sums but not the padded input: both at once.
+  GpuTargetSpec two_parts;
+  two_parts.max_scratch_bytes = 32399;
+  check_gpu_defaults({{"conv2d split", build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"},
+                                                         {"KH", "3"}, {"KW", "3"}, {"pad", "1"}})}},
+                     [](const Step& s) { return s.kind == StepKind::RFactor; }, two_parts);
+  // No budget and no epilogue: the padded input computed up front on all threads.
+  check_gpu_defaults({{"conv2d stride 2 up front", build_op("conv2d", {{"N", "2"}, {"C", "13"}, {"H", "61"}, {"W", "61"},
+                                                                     {"F", "19"}, {"KH", "3"}, {"KW", "3"},
+                                                                     {"stride", "2"}, {"pad", "1"}})}},
+                     [](const Step& s) {
+                       return s.kind == StepKind::Annotate && s.stage == "pad" && s.annotation == Annotation::ThreadX;
+                     });
 }

@@ -1035,6 +1035,34 @@ TEST_CASE("GPU contractions with few outputs and a long reduction split it (spli
   }
 }
 
+TEST_CASE("GPU default pads on all its threads, with or without an epilogue, and computes a Select epilogue in "
+          "the contraction's kernel", "[search][gpu]") {
+  auto pad_threads = [](const Trace& t) {
+    return std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) {
+      return s.kind == StepKind::Annotate && s.stage == "pad" && s.annotation == Annotation::ThreadX;
+    });
+  };
+  // A stride-2 convolution at odd sizes, its output the contraction itself (no bias, no activation).
+  ComputeDAG plain = build_op("conv2d", {{"N", "1"}, {"C", "13"}, {"H", "61"}, {"W", "61"}, {"F", "19"}, {"KH", "3"},
+                                         {"KW", "3"}, {"stride", "2"}, {"pad", "1"}});
+  const Trace t = default_gpu_schedule(plain, GpuTargetSpec{});
+  INFO(trace_to_json(t, true));
+  CHECK(pad_threads(t));
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  const CudaProgram p = emit_cuda(lower(replay(plain, t), "plain", options));
+  for (const CudaLaunch& l : p.launches) CHECK(l.block[0] * l.block[1] * l.block[2] >= 32);
+  // A LeakyRelu epilogue (a Select) is the epilogue's, not a padded input: inlined, no scratch.
+  ComputeDAG leaky = parse_dag_text(
+      "A = placeholder(float32[61, 45])\nB = placeholder(float32[45, 77])\n"
+      "P[i:61, j:77] = sum(k:45; (A[i, k] * B[k, j]))  : float32\n"
+      "L[i1:61, j1:77] = select((P[i1, j1] > 0.0f), P[i1, j1], (0.01f * P[i1, j1]))  : float32\n"
+      "Y[i2:61, j2:77] = (L[i2, j2] + 1.0f)  : float32\n");
+  const State s = replay(leaky, default_gpu_schedule(leaky, GpuTargetSpec{}));
+  CHECK(s.stage("L").loc == ComputeLoc::Inline);
+  CHECK(emit_cuda(lower(s, "leaky", options)).scratch.empty());
+}
+
 TEST_CASE("GPU default keeps its scratch within the target's budget: a padded input past it is read through "
           "its bounds tests", "[search][gpu]") {
   // The 3x3 convolution of 100 channels into 61 at 7x7 again: its padded input takes 100 x 9 x 9
@@ -1079,4 +1107,12 @@ TEST_CASE("GPU default keeps its scratch within the target's budget: a padded in
   const Scratch none = scratch_of(1);
   CHECK(none.pad == ComputeLoc::Inline);
   CHECK(none.bytes == 0);
+  // Counted as a model's memory plan places buffers, in whole lines of 64 bytes: the padded input
+  // takes 32448 bytes, past a budget of 32400.
+  GpuTargetSpec lines;
+  lines.max_scratch_bytes = 32400;
+  lines.scratch_alignment = 64;
+  CHECK(replay(conv, default_gpu_schedule(conv, lines)).stage(pad).loc == ComputeLoc::Inline);
+  lines.max_scratch_bytes = 32448;
+  CHECK(replay(conv, default_gpu_schedule(conv, lines)).stage(pad).loc == ComputeLoc::Root);
 }

@@ -8,13 +8,11 @@
 namespace tessel {
 namespace {
 
-constexpr int64_t kAlign = 64;
-
 bool overlap(const Lifetime& a, const Lifetime& b) { return a.first <= b.last && b.first <= a.last; }
 
 }  // namespace
 
-int64_t arena_bytes_of(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+int64_t arena_bytes_of(int64_t bytes) { return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
 int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes) {
   int64_t steps = 0;
@@ -116,7 +114,7 @@ std::vector<std::pair<int64_t, int64_t>> gaps(const std::vector<std::pair<int64_
 
 std::vector<int64_t> step_room(const std::vector<Lifetime>& values, const MemoryPlan& plan, int64_t steps,
                                int64_t top) {
-  top = std::max(top / kAlign * kAlign, plan.arena_bytes);  // whole lines: blocks are placed so
+  top = std::max(top / kArenaAlignment * kArenaAlignment, plan.arena_bytes);  // whole lines: blocks are placed so
   std::vector<int64_t> room(static_cast<size_t>(steps), 0);
   for (int64_t s = 0; s < steps; ++s)
     for (const auto& [start, length] : gaps(taken_at(values, plan, s), top))
@@ -127,7 +125,7 @@ std::vector<int64_t> step_room(const std::vector<Lifetime>& values, const Memory
 MemoryPlan place_step_blocks(const std::vector<Lifetime>& values, const MemoryPlan& plan,
                              const std::vector<int64_t>& block_bytes, int64_t top) {
   MemoryPlan out = plan;
-  top = std::max(top / kAlign * kAlign, plan.arena_bytes);
+  top = std::max(top / kArenaAlignment * kArenaAlignment, plan.arena_bytes);
   for (size_t s = 0; s < block_bytes.size(); ++s) {
     const int64_t bytes = arena_bytes_of(block_bytes[s]);
     const std::vector<std::pair<int64_t, int64_t>> taken = taken_at(values, plan, static_cast<int64_t>(s));

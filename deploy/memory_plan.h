@@ -24,6 +24,9 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const std::vector<Lifetime>& lifetimes);
 
+// Every buffer of a plan starts on a line of this many bytes.
+constexpr int64_t kArenaAlignment = 64;
+
 // The bytes a buffer of `bytes` takes in a plan: rounded up to the plan's 64-byte alignment.
 int64_t arena_bytes_of(int64_t bytes);
 

@@ -57,7 +57,7 @@ Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& tar
   GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
   if (scratch_budget) {
     gpu.max_scratch_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
-    gpu.scratch_alignment = arena_bytes_of(1);  // counted as the memory plan places it
+    gpu.scratch_alignment = kArenaAlignment;  // counted as the memory plan places it
   }
   const CpuTargetSpec cpu{host_vector_lanes(), available_cores()};
   const Trace fallback =

@@ -74,8 +74,9 @@ double TensorData::as_double(int64_t i) const {
     return static_cast<double>(v);
   }
   if (dtype_ == DType::Float16 || dtype_ == DType::BFloat16) {
-    const uint16_t bits = static_cast<uint16_t>(p[0] | p[1] << 8);
-    return dtype_ == DType::Float16 ? half_bits_to_float(bits) : bfloat16_bits_to_float(bits);
+    uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return half_bits_to_float(dtype_, bits);
   }
   return *p ? 1.0 : 0.0;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "schedule/te/error.h"
@@ -40,13 +41,10 @@ std::set<std::string> stored_values(const Graph& graph, DType dtype) {
 
 TensorData narrowed(const TensorData& data, DType dtype, const std::string& name) {
   const std::vector<float> values = data.floats();
-  std::vector<uint8_t> bytes(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t bits =
-        dtype == DType::Float16 ? float_to_half_bits(values[i]) : float_to_bfloat16_bits(values[i]);
-    bytes[2 * i] = static_cast<uint8_t>(bits & 0xff);
-    bytes[2 * i + 1] = static_cast<uint8_t>(bits >> 8);
-  }
+  std::vector<uint16_t> bits(values.size());
+  narrow_to_half_bits(dtype, values.data(), static_cast<int64_t>(values.size()), bits.data());
+  std::vector<uint8_t> bytes(bits.size() * sizeof(uint16_t));
+  std::memcpy(bytes.data(), bits.data(), bytes.size());
   return TensorData(dtype, data.shape(), std::move(bytes), "the weight '" + name + "'");
 }
 

@@ -17,9 +17,7 @@ void store_values(DType dtype, const float* values, int64_t n, void* dst) {
     auto* out = static_cast<int64_t*>(dst);
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(values[i]);
   } else if (dtype == DType::Float16 || dtype == DType::BFloat16) {
-    auto* out = static_cast<uint16_t*>(dst);
-    auto narrow = dtype == DType::Float16 ? float_to_half_bits : float_to_bfloat16_bits;
-    for (int64_t i = 0; i < n; ++i) out[i] = narrow(values[i]);
+    narrow_to_half_bits(dtype, values, n, static_cast<uint16_t*>(dst));
   } else {
     auto* out = static_cast<uint8_t*>(dst);
     for (int64_t i = 0; i < n; ++i) out[i] = values[i] != 0 ? 1 : 0;
@@ -50,8 +48,7 @@ std::vector<float> load_values(DType dtype, const void* src, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
   } else if (dtype == DType::Float16 || dtype == DType::BFloat16) {
     const auto* in = static_cast<const uint16_t*>(src);
-    auto widen = dtype == DType::Float16 ? half_bits_to_float : bfloat16_bits_to_float;
-    for (int64_t i = 0; i < n; ++i) out[i] = widen(in[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = half_bits_to_float(dtype, in[i]);
   } else {
     // A byte that is neither 0 nor 1 (the poison) reads as NaN, so a kernel that skipped it fails.
     const auto* in = static_cast<const uint8_t*>(src);

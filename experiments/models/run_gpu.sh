@@ -35,8 +35,9 @@ MEMORY_TARGET=${MEMORY_TARGET:-1}
 DTYPE=${DTYPE:-fp32}
 export PYTHONPATH=bundle/python${PYTHONPATH:+:$PYTHONPATH}
 if [ -n "${TORCH_CACHE:-}" ]; then
-  mkdir -p "$TORCH_CACHE/inductor" "$TORCH_CACHE/triton"
-  export TORCHINDUCTOR_CACHE_DIR=$(cd "$TORCH_CACHE" && pwd)/inductor TRITON_CACHE_DIR=$(cd "$TORCH_CACHE" && pwd)/triton
+  mkdir -p "$TORCH_CACHE"
+  cache=$(cd "$TORCH_CACHE" && pwd)
+  export TORCHINDUCTOR_CACHE_DIR=$cache/inductor TRITON_CACHE_DIR=$cache/triton
 fi
 mkdir -p "$OUT"
 [ -x "$T" ] || { [ -f dist/bundle.tar.xz ] && tar -xJf dist/bundle.tar.xz; }

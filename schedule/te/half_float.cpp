@@ -63,6 +63,15 @@ uint16_t float_to_bfloat16_bits(float value) {
 
 float bfloat16_bits_to_float(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
 
+void narrow_to_half_bits(DType dtype, const float* values, int64_t n, uint16_t* out) {
+  auto narrow = dtype == DType::Float16 ? float_to_half_bits : float_to_bfloat16_bits;
+  for (int64_t i = 0; i < n; ++i) out[i] = narrow(values[i]);
+}
+
+float half_bits_to_float(DType dtype, uint16_t bits) {
+  return dtype == DType::Float16 ? half_bits_to_float(bits) : bfloat16_bits_to_float(bits);
+}
+
 double round_to_dtype(double value, DType dtype) {
   switch (dtype) {
     case DType::Float32: return static_cast<float>(value);

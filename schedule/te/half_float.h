@@ -14,6 +14,10 @@ float half_bits_to_float(uint16_t bits);
 uint16_t float_to_bfloat16_bits(float value);
 float bfloat16_bits_to_float(uint16_t bits);
 
+// The same for `dtype`, Float16 or BFloat16: `n` floats narrowed into `out`, and one widened.
+void narrow_to_half_bits(DType dtype, const float* values, int64_t n, uint16_t* out);
+float half_bits_to_float(DType dtype, uint16_t bits);
+
 // `value` as the nearest value of `dtype` (Float16 and BFloat16 round; Float32 rounds to float;
 // other types are returned unchanged). A double narrows through float first: a value within half an
 // ulp of float of a 16-bit tie can round the other way, an error of one 16-bit ulp that every

@@ -175,10 +175,10 @@ int64_t memory_target_bytes(int64_t live_bound) { return live_bound * 6 / 5; }
 // Places the model's values in one arena: an intermediate lives from the kernel that writes it to
 // the last that reads it, and a GPU kernel's scratch buffers (between the launches of one kernel)
 // for that kernel alone, so they take bytes the graph's values leave free at that step. On the GPU
-// the context's copies of the inputs and its outputs are in the arena too: an input lives until its
-// last reader, an output for the whole run, so that no input copied in at the start of a run shares
-// bytes with the outputs of the last (a caller may pass those back as inputs). The liveness bound is
-// over the graph's values as they truly live (an output from its writer on).
+// the context's copies of the inputs and its outputs are in the arena too: an input lives from the
+// start of the run to its last reader, an output from its writer to the end, and no input shares
+// bytes with an output (a caller may pass one run's outputs back as the next run's inputs:
+// inputs_apart_from_outputs). The liveness bound is over the values as they truly live.
 //
 // Two placements, the smaller arena kept: the values and the scratch together, and the values
 // first with each kernel's scratch then put in the tightest gap its step leaves below the memory
@@ -187,12 +187,14 @@ struct StepRoom {
   std::vector<int64_t> free;  // per kernel: the memory target less the values alive at its step
   std::vector<int64_t> gap;   // per kernel: the longest run of bytes those values leave free below the
                               // target; scratch that fits it keeps the arena within the target
+  int64_t values_arena = 0;   // the arena of the values alone, without any scratch
 };
 
 void place_values(ModelArtifact& a, BuildReport& report, StepRoom& room) {
   const int64_t end = std::max<int64_t>(0, static_cast<int64_t>(a.kernels.size()) - 1);
   std::vector<int64_t> ids;
-  std::vector<Lifetime> lives, true_lives;
+  std::vector<Lifetime> true_lives;
+  std::vector<bool> is_input, is_output;
   for (size_t b = 0; b < a.buffers.size(); ++b) {
     if (!in_arena(a.buffers[b], a.target)) continue;
     const PlanBuffer::Kind kind = a.buffers[b].kind;
@@ -206,17 +208,18 @@ void place_values(ModelArtifact& a, BuildReport& report, StepRoom& room) {
     const bool model_output = std::find(a.outputs.begin(), a.outputs.end(), static_cast<int64_t>(b)) != a.outputs.end();
     if (l.first < 0 || kind == PlanBuffer::Kind::Input) l.first = 0;  // an input is copied in first
     if (l.last < 0 || model_output) l.last = end;
-    Lifetime placed = l;
-    if (kind == PlanBuffer::Kind::Output) placed.first = 0;  // held for the whole run
     ids.push_back(static_cast<int64_t>(b));
-    lives.push_back(placed);
     true_lives.push_back(l);
+    is_input.push_back(kind == PlanBuffer::Kind::Input);
+    is_output.push_back(kind == PlanBuffer::Kind::Output);
   }
+  const std::vector<Lifetime> lives = inputs_apart_from_outputs(true_lives, is_input, is_output);
   const int64_t graph_bound = live_bound_bytes(true_lives);
   const int64_t top = memory_target_bytes(graph_bound);
   const int64_t steps = static_cast<int64_t>(a.kernels.size());
   const MemoryPlan values = plan_memory(lives);
   room.gap = step_room(lives, values, steps, top);
+  room.values_arena = values.arena_bytes;
   room.free.assign(a.kernels.size(), top);
   for (const Lifetime& l : lives)
     for (int64_t k = l.first; k <= l.last && k < steps; ++k)
@@ -380,10 +383,12 @@ BuildReport build_model(const Model& model, const BuildOptions& o, const std::st
       blobs.clear();
       a = assemble(model, o, compiled, chosen, report, blobs, room);
     }
-    if (a.arena_bytes > limit)  // a default whose scratch its step has no room for (its smallest tiles' fallback)
+    if (a.arena_bytes > limit)  // a default whose scratch its step has no room for, or values that do not fit
       report.notes.push_back("the arena takes " + megabytes(a.arena_bytes) + ", more than the memory target (" +
-                             megabytes(limit) + ", 1.2x the values' liveness bound): a default schedule keeps "
-                             "scratch its step has no room for");
+                             megabytes(limit) + ", 1.2x the values' liveness bound): " +
+                             (room.values_arena > limit
+                                  ? "the values alone take " + megabytes(room.values_arena)
+                                  : std::string("a default schedule keeps scratch its step has no room for")));
     for (size_t t = 0; t < model.tasks.size(); ++t) {
       if (fastest[t].record_id < 0 || chosen[t].record_id == fastest[t].record_id) continue;
       auto which = [](const Chosen& c) {

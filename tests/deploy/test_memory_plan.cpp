@@ -105,6 +105,81 @@ TEST_CASE("memory plan: random lifetimes give valid plans near the liveness boun
   CHECK(static_cast<double>(arena_total) <= 1.25 * static_cast<double>(bound_total));
 }
 
+// Whether the plan puts no input on bytes an output takes.
+bool inputs_apart(const std::vector<Lifetime>& lives, const MemoryPlan& plan, const std::vector<bool>& is_input,
+                  const std::vector<bool>& is_output) {
+  for (size_t i = 0; i < lives.size(); ++i)
+    for (size_t o = 0; o < lives.size(); ++o)
+      if (is_input[i] && is_output[o] && plan.offsets[i] < plan.offsets[o] + lives[o].bytes &&
+          plan.offsets[o] < plan.offsets[i] + lives[i].bytes)
+        return false;
+  return true;
+}
+
+TEST_CASE("memory plan: inputs and outputs never share bytes, at the cost of the smaller of them", "[deploy]") {
+  // A transformer's shape: 8 KiB of token ids read by the first kernel, 3 MiB values in a chain,
+  // a 3 MiB output written by the last. Holding the output for the whole run (step 0 on) would take
+  // 9 MiB; keeping the small input until the output is written costs its 8 KiB.
+  const int64_t mib = 1 << 20;
+  std::vector<Lifetime> lives = {{8192, 0, 0}, {3 * mib, 0, 1}, {3 * mib, 1, 2}, {3 * mib, 2, 3}, {3 * mib, 3, 3}};
+  std::vector<bool> is_input = {true, false, false, false, false}, is_output = {false, false, false, false, true};
+  std::vector<Lifetime> apart = inputs_apart_from_outputs(lives, is_input, is_output);
+  MemoryPlan plan = plan_memory(apart);
+  check_plan(apart, plan);
+  CHECK(inputs_apart(apart, plan, is_input, is_output));
+  CHECK(apart[0].last == 3);  // the input kept
+  CHECK(apart[4].first == 3);  // the output as it lives
+  CHECK(plan.arena_bytes == live_bound_bytes(lives) + 8192);
+
+  // An image's shape: a 600 KB input read by the first kernel, a 4000-byte output written by the
+  // last: the output is held from the first kernel instead.
+  lives = {{602'112, 0, 0}, {800'000, 0, 1}, {800'000, 1, 2}, {4000, 2, 2}};
+  is_input = {true, false, false, false};
+  is_output = {false, false, false, true};
+  apart = inputs_apart_from_outputs(lives, is_input, is_output);
+  plan = plan_memory(apart);
+  check_plan(apart, plan);
+  CHECK(inputs_apart(apart, plan, is_input, is_output));
+  CHECK(apart[0].last == 0);
+  CHECK(apart[3].first == 0);
+  CHECK(plan.arena_bytes <= live_bound_bytes(lives) + rounded(4000));
+
+  // Without inputs or without outputs in the arena, nothing changes.
+  is_input.assign(lives.size(), false);
+  apart = inputs_apart_from_outputs(lives, is_input, is_output);
+  CHECK(apart[3].first == 2);
+
+  // Random lives, several inputs (alive from step 0) and outputs (until the last step).
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int steps = 1 + static_cast<int>(rng() % 30);
+    const int values = 2 + static_cast<int>(rng() % 40);
+    lives.clear();
+    is_input.clear();
+    is_output.clear();
+    for (int v = 0; v < values; ++v) {
+      const int kind = static_cast<int>(rng() % 4);  // 0 input, 1 output, else an intermediate
+      int64_t first = static_cast<int64_t>(rng() % steps);
+      int64_t last = std::min<int64_t>(steps - 1, first + static_cast<int64_t>(rng() % 5));
+      if (kind == 0) first = 0;
+      if (kind == 1) last = steps - 1;
+      lives.push_back({1 + static_cast<int64_t>(rng() % 197'000), first, last});
+      is_input.push_back(kind == 0);
+      is_output.push_back(kind == 1);
+    }
+    apart = inputs_apart_from_outputs(lives, is_input, is_output);
+    plan = plan_memory(apart);
+    check_plan(apart, plan);
+    INFO("trial " << trial);
+    CHECK(inputs_apart(apart, plan, is_input, is_output));
+    for (size_t i = 0; i < lives.size(); ++i) {  // only ever longer lives, and only of inputs and outputs
+      CHECK(apart[i].first <= lives[i].first);
+      CHECK(apart[i].last >= lives[i].last);
+      if (!is_input[i] && !is_output[i]) CHECK((apart[i].first == lives[i].first && apart[i].last == lives[i].last));
+    }
+  }
+}
+
 TEST_CASE("memory plan: a step's room for scratch is its longest free run below the top, not its free bytes",
           "[deploy]") {
   // Step 1 holds a (4 KiB at 0) and c (4 KiB at 8 KiB): 4 KiB free between them and 4 KiB above

@@ -23,21 +23,23 @@ int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes) {
   return live.empty() ? 0 : *std::max_element(live.begin(), live.end());
 }
 
-std::vector<Lifetime> inputs_apart_from_outputs(const std::vector<Lifetime>& lives, const std::vector<bool>& is_input,
-                                                const std::vector<bool>& is_output) {
+PlannedLives plan_inputs_apart_from_outputs(const std::vector<Lifetime>& lives, const std::vector<bool>& is_input,
+                                            const std::vector<bool>& is_output) {
   int64_t inputs_read_until = -1, outputs_written_from = -1;  // the first input's last read, the last output's write
   for (size_t i = 0; i < lives.size(); ++i) {
     if (is_input[i])
       inputs_read_until = inputs_read_until < 0 ? lives[i].last : std::min(inputs_read_until, lives[i].last);
     if (is_output[i]) outputs_written_from = std::max(outputs_written_from, lives[i].first);
   }
-  if (inputs_read_until < 0 || outputs_written_from < 0) return lives;  // no pair to keep apart
-  std::vector<Lifetime> keep_inputs = lives, hold_outputs = lives;
+  if (inputs_read_until < 0 || outputs_written_from < 0) return {lives, plan_memory(lives)};  // no pair to keep apart
+  PlannedLives keep_inputs{lives, {}}, hold_outputs{lives, {}};
   for (size_t i = 0; i < lives.size(); ++i) {
-    if (is_input[i]) keep_inputs[i].last = std::max(lives[i].last, outputs_written_from);
-    if (is_output[i]) hold_outputs[i].first = std::min(lives[i].first, inputs_read_until);
+    if (is_input[i]) keep_inputs.lives[i].last = std::max(lives[i].last, outputs_written_from);
+    if (is_output[i]) hold_outputs.lives[i].first = std::min(lives[i].first, inputs_read_until);
   }
-  return plan_memory(keep_inputs).arena_bytes <= plan_memory(hold_outputs).arena_bytes ? keep_inputs : hold_outputs;
+  keep_inputs.plan = plan_memory(keep_inputs.lives);
+  hold_outputs.plan = plan_memory(hold_outputs.lives);
+  return keep_inputs.plan.arena_bytes <= hold_outputs.plan.arena_bytes ? keep_inputs : hold_outputs;
 }
 
 namespace {

@@ -43,14 +43,20 @@ std::vector<int64_t> step_room(const std::vector<Lifetime>& values, const Memory
 MemoryPlan place_step_blocks(const std::vector<Lifetime>& values, const MemoryPlan& plan,
                              const std::vector<int64_t>& block_bytes, int64_t top);
 
+// Lifetimes as placed and their plan.
+struct PlannedLives {
+  std::vector<Lifetime> lives;
+  MemoryPlan plan;
+};
+
 // A run's inputs, copied in before its first step, and its outputs, read after its last, may not
 // share bytes: a caller may pass one run's outputs as the next run's inputs. `is_input[i]` and
 // `is_output[i]` mark them among `lives` (inputs alive from step 0, outputs until the last step).
-// Returns the lives with every input and output alive together at some step: the inputs kept until
-// the last output is written, or the outputs held from the step where the first input is last read,
-// whichever plans the smaller arena. Other values are unchanged.
-std::vector<Lifetime> inputs_apart_from_outputs(const std::vector<Lifetime>& lives, const std::vector<bool>& is_input,
-                                                const std::vector<bool>& is_output);
+// Returns the lives with every input and output alive together at some step, and their plan: the
+// inputs kept until the last output is written, or the outputs held from the step where the first
+// input is last read, whichever plans the smaller arena. Other values are unchanged.
+PlannedLives plan_inputs_apart_from_outputs(const std::vector<Lifetime>& lives, const std::vector<bool>& is_input,
+                                            const std::vector<bool>& is_output);
 
 // The most bytes (each rounded up as the plan places it) alive at one step.
 int64_t live_bound_bytes(const std::vector<Lifetime>& lifetimes);

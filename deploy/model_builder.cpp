@@ -178,7 +178,7 @@ int64_t memory_target_bytes(int64_t live_bound) { return live_bound * 6 / 5; }
 // the context's copies of the inputs and its outputs are in the arena too: an input lives from the
 // start of the run to its last reader, an output from its writer to the end, and no input shares
 // bytes with an output (a caller may pass one run's outputs back as the next run's inputs:
-// inputs_apart_from_outputs). The liveness bound is over the values as they truly live.
+// plan_inputs_apart_from_outputs). The liveness bound is over the values as they truly live.
 //
 // Two placements, the smaller arena kept: the values and the scratch together, and the values
 // first with each kernel's scratch then put in the tightest gap its step leaves below the memory
@@ -213,11 +213,12 @@ void place_values(ModelArtifact& a, BuildReport& report, StepRoom& room) {
     is_input.push_back(kind == PlanBuffer::Kind::Input);
     is_output.push_back(kind == PlanBuffer::Kind::Output);
   }
-  const std::vector<Lifetime> lives = inputs_apart_from_outputs(true_lives, is_input, is_output);
+  const PlannedLives placed = plan_inputs_apart_from_outputs(true_lives, is_input, is_output);
+  const std::vector<Lifetime>& lives = placed.lives;
+  const MemoryPlan& values = placed.plan;
   const int64_t graph_bound = live_bound_bytes(true_lives);
   const int64_t top = memory_target_bytes(graph_bound);
   const int64_t steps = static_cast<int64_t>(a.kernels.size());
-  const MemoryPlan values = plan_memory(lives);
   room.gap = step_room(lives, values, steps, top);
   room.values_arena = values.arena_bytes;
   room.free.assign(a.kernels.size(), top);

@@ -585,7 +585,8 @@ class GpuScheduler {
   }
 
   // The stages besides the contraction and the output: padding (a Select) computed once up front
-  // (unless the knobs keep it out of global memory), the others inlined. False where one is another reduction (left alone) or does not inline.
+  // (unless the knobs keep it out of global memory), the others inlined. False where one is another
+  // reduction (left alone) or does not inline.
   bool schedule_producers(const std::string& contraction, const std::string& out) {
     bool all = true;
     for (const Operation& op : dag_.ops()) {

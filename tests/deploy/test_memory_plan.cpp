@@ -123,9 +123,15 @@ TEST_CASE("memory plan: inputs and outputs never share bytes, at the cost of the
   const int64_t mib = 1 << 20;
   std::vector<Lifetime> lives = {{8192, 0, 0}, {3 * mib, 0, 1}, {3 * mib, 1, 2}, {3 * mib, 2, 3}, {3 * mib, 3, 3}};
   std::vector<bool> is_input = {true, false, false, false, false}, is_output = {false, false, false, false, true};
-  std::vector<Lifetime> apart = inputs_apart_from_outputs(lives, is_input, is_output);
-  MemoryPlan plan = plan_memory(apart);
-  check_plan(apart, plan);
+  std::vector<Lifetime> apart;
+  MemoryPlan plan;
+  auto place = [&] {
+    PlannedLives placed = plan_inputs_apart_from_outputs(lives, is_input, is_output);
+    apart = placed.lives;
+    plan = placed.plan;
+    check_plan(apart, plan);
+  };
+  place();
   CHECK(inputs_apart(apart, plan, is_input, is_output));
   CHECK(apart[0].last == 3);  // the input kept
   CHECK(apart[4].first == 3);  // the output as it lives
@@ -136,9 +142,7 @@ TEST_CASE("memory plan: inputs and outputs never share bytes, at the cost of the
   lives = {{602'112, 0, 0}, {800'000, 0, 1}, {800'000, 1, 2}, {4000, 2, 2}};
   is_input = {true, false, false, false};
   is_output = {false, false, false, true};
-  apart = inputs_apart_from_outputs(lives, is_input, is_output);
-  plan = plan_memory(apart);
-  check_plan(apart, plan);
+  place();
   CHECK(inputs_apart(apart, plan, is_input, is_output));
   CHECK(apart[0].last == 0);
   CHECK(apart[3].first == 0);
@@ -146,7 +150,7 @@ TEST_CASE("memory plan: inputs and outputs never share bytes, at the cost of the
 
   // Without inputs or without outputs in the arena, nothing changes.
   is_input.assign(lives.size(), false);
-  apart = inputs_apart_from_outputs(lives, is_input, is_output);
+  place();
   CHECK(apart[3].first == 2);
 
   // Random lives, several inputs (alive from step 0) and outputs (until the last step).
@@ -167,10 +171,8 @@ TEST_CASE("memory plan: inputs and outputs never share bytes, at the cost of the
       is_input.push_back(kind == 0);
       is_output.push_back(kind == 1);
     }
-    apart = inputs_apart_from_outputs(lives, is_input, is_output);
-    plan = plan_memory(apart);
-    check_plan(apart, plan);
     INFO("trial " << trial);
+    place();
     CHECK(inputs_apart(apart, plan, is_input, is_output));
     for (size_t i = 0; i < lives.size(); ++i) {  // only ever longer lives, and only of inputs and outputs
       CHECK(apart[i].first <= lives[i].first);

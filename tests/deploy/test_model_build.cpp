@@ -45,25 +45,6 @@ bool overlap(const Span& a, const Span& b) {
   return a.first <= b.last && b.first <= a.last && a.begin < b.end && b.begin < a.end;
 }
 
-// x[1,1,16,16] (1 KiB) -> Conv+Relu -> b -> Conv -> c -> Conv+Relu -> y, each [1,8,16,16] (8 KiB):
-// the input is read by the first kernel only, the output written by the last.
-onnx::ModelProto conv_chain_model() {
-  onnx::ModelProto model = make_model();
-  add_input(model, "x", {1, 1, 16, 16});
-  std::vector<float> w1(8 * 1 * 3 * 3), w(8 * 8 * 3 * 3);
-  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.03f * static_cast<float>(i % 11) - 0.1f;
-  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
-  add_float_initializer(model, "w1", {8, 1, 3, 3}, w1);
-  add_float_initializer(model, "w", {8, 8, 3, 3}, w);
-  add_ints_attr(add_node(model, "Conv", {"x", "w1"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
-  add_node(model, "Relu", {"c1"}, {"b"}, "relu1");
-  add_ints_attr(add_node(model, "Conv", {"b", "w"}, {"c"}, "conv2"), "pads", {1, 1, 1, 1});
-  add_ints_attr(add_node(model, "Conv", {"c", "w"}, {"c3"}, "conv3"), "pads", {1, 1, 1, 1});
-  add_node(model, "Relu", {"c3"}, {"y"}, "relu3");
-  add_output(model, "y", {1, 8, 16, 16});
-  return model;
-}
-
 // Builds the model for `target`; nullopt (the test skipped) where cuda code cannot be compiled here.
 std::optional<ModelArtifact> build(TargetKind target, const TempDir& dir,
                                    const onnx::ModelProto& onnx_model = two_conv_model()) {
@@ -146,11 +127,12 @@ TEST_CASE("a cuda build places inputs and outputs in the arena, never sharing by
 
 TEST_CASE("a cuda build keeps a small input apart from the output instead of holding the output all run",
           "[deploy]") {
-  // The values' liveness bound is 16 KiB (two 8 KiB values at each later step). Held from the start
+  // x[1,1,16,16] (1 KiB) in, three convolutions of 8 channels. The values' liveness bound is 16 KiB
+  // (two 8 KiB values at each later step). Held from the start
   // of the run, the output would take 24 KiB there; keeping the 1 KiB input until the output is
   // written costs 1 KiB.
   TempDir dir;
-  const std::optional<ModelArtifact> a = build(TargetKind::Cuda, dir, conv_chain_model());
+  const std::optional<ModelArtifact> a = build(TargetKind::Cuda, dir, conv_chain_model(1, 8, 16));
   if (!a) return;
   REQUIRE(a->kernels.size() == 3);
   std::vector<Span> scratch;

@@ -148,6 +148,26 @@ inline onnx::ModelProto small_conv_model() {
   return model;
 }
 
+// x[1,C,S,S] → Conv(3x3, pad 1)+Relu → Conv → Conv+Relu → y[1,F,S,S], the last two with one weight
+// w[F,F,3,3]: the input read by the first kernel only, the output written by the last.
+inline onnx::ModelProto conv_chain_model(int64_t in_channels, int64_t channels, int64_t side) {
+  onnx::ModelProto model = make_model();
+  add_input(model, "x", {1, in_channels, side, side});
+  std::vector<float> w1(static_cast<size_t>(channels * in_channels * 9));
+  std::vector<float> w(static_cast<size_t>(channels * channels * 9));
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.03f * static_cast<float>(i % 11) - 0.1f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  add_float_initializer(model, "w1", {channels, in_channels, 3, 3}, w1);
+  add_float_initializer(model, "w", {channels, channels, 3, 3}, w);
+  add_ints_attr(add_node(model, "Conv", {"x", "w1"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
+  add_node(model, "Relu", {"c1"}, {"b"}, "relu1");
+  add_ints_attr(add_node(model, "Conv", {"b", "w"}, {"c"}, "conv2"), "pads", {1, 1, 1, 1});
+  add_ints_attr(add_node(model, "Conv", {"c", "w"}, {"c3"}, "conv3"), "pads", {1, 1, 1, 1});
+  add_node(model, "Relu", {"c3"}, {"y"}, "relu3");
+  add_output(model, "y", {1, channels, side, side});
+  return model;
+}
+
 // What exporters emit around a convolution: x[1,2,4,4] → Conv → BatchNormalization → Relu → r, then
 // Reshape(r, Concat(Unsqueeze(Gather(Shape(r), 0)), [-1])) → y[1,48]. simplify() leaves Conv, Relu
 // and Reshape.

@@ -284,13 +284,13 @@ TEST_CASE("cuda gpu: a default whose scratch budget leaves no room for the padde
   // Room for 2 parts of partial sums but not the padded input: both at once.
   GpuTargetSpec two_parts;
   two_parts.max_scratch_bytes = 32399;
-  check_gpu_defaults({{"conv2d split", build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"}, {"F", "61"},
-                                                         {"KH", "3"}, {"KW", "3"}, {"pad", "1"}})}},
+  check_gpu_defaults({{"conv2d split", build_op("conv2d", {{"N", "1"}, {"C", "100"}, {"H", "7"}, {"W", "7"},
+                                                         {"F", "61"}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"}})}},
                      [](const Step& s) { return s.kind == StepKind::RFactor; }, two_parts);
   // No budget and no epilogue: the padded input computed up front on all threads.
-  check_gpu_defaults({{"conv2d stride 2 up front", build_op("conv2d", {{"N", "2"}, {"C", "13"}, {"H", "61"}, {"W", "61"},
-                                                                     {"F", "19"}, {"KH", "3"}, {"KW", "3"},
-                                                                     {"stride", "2"}, {"pad", "1"}})}},
+  check_gpu_defaults({{"conv2d stride 2 up front",
+                       build_op("conv2d", {{"N", "2"}, {"C", "13"}, {"H", "61"}, {"W", "61"}, {"F", "19"},
+                                           {"KH", "3"}, {"KW", "3"}, {"stride", "2"}, {"pad", "1"}})}},
                      [](const Step& s) {
                        return s.kind == StepKind::Annotate && s.stage == "pad" && s.annotation == Annotation::ThreadX;
                      });

@@ -20,23 +20,6 @@ using namespace tessel_test;
 
 constexpr int64_t kChannels = 8, kSide = 12;
 
-// x[1,8,12,12] -> Conv+Relu -> Conv -> Conv+Relu -> y[1,8,12,12]: the input read by the first kernel
-// only, the output (of the input's shape) written by the last.
-onnx::ModelProto same_shape_chain() {
-  onnx::ModelProto model = make_model();
-  add_input(model, "x", {1, kChannels, kSide, kSide});
-  std::vector<float> w(kChannels * kChannels * 3 * 3);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * static_cast<float>(i % 11) - 0.09f;
-  add_float_initializer(model, "w", {kChannels, kChannels, 3, 3}, w);
-  add_ints_attr(add_node(model, "Conv", {"x", "w"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
-  add_node(model, "Relu", {"c1"}, {"a"}, "relu1");
-  add_ints_attr(add_node(model, "Conv", {"a", "w"}, {"b"}, "conv2"), "pads", {1, 1, 1, 1});
-  add_ints_attr(add_node(model, "Conv", {"b", "w"}, {"c3"}, "conv3"), "pads", {1, 1, 1, 1});
-  add_node(model, "Relu", {"c3"}, {"y"}, "relu3");
-  add_output(model, "y", {1, kChannels, kSide, kSide});
-  return model;
-}
-
 }  // namespace
 
 TEST_CASE("gpu: a built model's output fed back as its next input on the device", "[runtime][gpu]") {
@@ -47,7 +30,8 @@ TEST_CASE("gpu: a built model's output fed back as its next input on the device"
     return;
   }
   TempDir dir;
-  write_file(dir.file("m.onnx"), serialize(same_shape_chain()));
+  // Three convolutions of 8 channels at 12x12: the output of the input's shape.
+  write_file(dir.file("m.onnx"), serialize(conv_chain_model(kChannels, kChannels, kSide)));
   const Model m = load_model(dir.file("m.onnx"), {}, TargetKind::Cuda);
   BuildOptions o;
   o.target = TargetKind::Cuda;

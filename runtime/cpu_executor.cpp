@@ -117,6 +117,8 @@ class CpuContext final : public ContextExecutor {
       }
     staging_.resize(a.inputs.size());
     inputs_.assign(a.inputs.size(), nullptr);
+    for (size_t i = 0; i < a.inputs.size(); ++i)
+      is_output_.push_back(std::find(a.outputs.begin(), a.outputs.end(), a.inputs[i]) != a.outputs.end());
   }
 
   void run(const std::vector<BoundInput>& inputs) override {
@@ -145,7 +147,7 @@ class CpuContext final : public ContextExecutor {
         return outputs_.at(b).data();
       case PlanBuffer::Kind::Weight:
         return m_.weight(b);
-      case PlanBuffer::Kind::Input:
+      case PlanBuffer::Kind::Input:  // the context's copy of that input (bind)
         for (size_t k = 0; k < a.inputs.size(); ++k)
           if (a.inputs[k] == b) return inputs_[k];
         break;
@@ -170,26 +172,63 @@ class CpuContext final : public ContextExecutor {
     u.arena = arena_.bytes();
     for (const auto& [b, block] : outputs_) u.outputs += block.bytes();
     for (const HostBlock& s : staging_) u.inputs += s.bytes();
+    u.inputs += aside_.bytes();
     return u;
   }
 
  private:
-  // Points the kernels' input arguments at `inputs` (a misaligned input at its aligned copy).
+  // Points the kernels' input arguments at the inputs. An input is copied into a block of this
+  // context's own (staging_) where the kernels cannot read it as given: not 64-byte aligned (NumPy
+  // gives 16), lying in an output's block (a kernel would write it while others read it), or an
+  // output itself (that output stays this context's until the next run). A source lying in another
+  // input's block (that output given back) is first copied aside, so no input's copy overwrites
+  // what another still reads.
   void bind(const std::vector<BoundInput>& inputs) {
     const ModelArtifact& a = m_.artifact();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const void* data = inputs[i].data;
-      // The kernels assume 64-byte aligned buffers (NumPy gives 16): such inputs are copied.
-      if (reinterpret_cast<uintptr_t>(data) % kAlign != 0) {
-        const int64_t bytes = a.buffers[a.inputs[i]].bytes();
-        if (!staging_[i].data()) staging_[i] = HostBlock(bytes);
-        std::memcpy(staging_[i].data(), data, static_cast<size_t>(bytes));
-        data = staging_[i].data();
+    const size_t n = inputs.size();
+    std::vector<ByteRange> sources(n), places(n);
+    std::vector<bool> staged(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uintptr_t data = reinterpret_cast<uintptr_t>(inputs[i].data);
+      const int64_t bytes = a.buffers[a.inputs[i]].bytes();
+      sources[i] = {data, data + static_cast<uintptr_t>(bytes)};
+      staged[i] = data % kAlign != 0 || is_output_[i] || in_an_output(sources[i]);
+      if (!staged[i]) continue;
+      if (!staging_[i].data()) staging_[i] = HostBlock(bytes);
+      const uintptr_t place = reinterpret_cast<uintptr_t>(staging_[i].data());
+      places[i] = {place, place + static_cast<uintptr_t>(bytes)};
+    }
+    const std::vector<bool> aside = sources_to_set_aside(sources, places);
+    std::vector<const void*> from(n);
+    int64_t next_aside = 0;
+    for (size_t i = 0; i < n; ++i) {
+      from[i] = inputs[i].data;
+      if (!aside[i]) continue;
+      if (!aside_.data()) {
+        int64_t total = 0;
+        for (int64_t b : a.inputs) total += aligned(a.buffers[b].bytes());
+        aside_ = HostBlock(total);
       }
-      inputs_[i] = data;
+      const int64_t bytes = a.buffers[a.inputs[i]].bytes();
+      std::memcpy(aside_.data() + next_aside, from[i], static_cast<size_t>(bytes));
+      from[i] = aside_.data() + next_aside;
+      next_aside += aligned(bytes);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      inputs_[i] = staged[i] ? staging_[i].data() : from[i];
+      if (staged[i] && from[i] != inputs_[i])  // equal: that output given back as itself
+        std::memcpy(staging_[i].data(), from[i], static_cast<size_t>(a.buffers[a.inputs[i]].bytes()));
     }
     // The kernels never write their inputs; the const is dropped only for the uniform void** ABI.
     for (const InputSlot& s : input_slots_) args_[s.kernel][s.slot] = const_cast<void*>(inputs_[s.input]);
+  }
+
+  bool in_an_output(const ByteRange& r) const {
+    for (const auto& [b, block] : outputs_) {
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(block.data());
+      if (r.begin < begin + static_cast<uintptr_t>(block.bytes()) && begin < r.end) return true;
+    }
+    return false;
   }
 
   struct InputSlot {
@@ -202,6 +241,8 @@ class CpuContext final : public ContextExecutor {
   std::vector<std::vector<void*>> args_;  // per kernel, a pointer per parameter
   std::vector<InputSlot> input_slots_;    // the argument slots that take an input
   std::vector<const void*> inputs_;       // per input, what the last run read
+  std::vector<bool> is_output_;           // per input: also an output of the model
+  HostBlock aside_;                       // inputs read from staging_ blocks, copied aside first
 };
 
 std::unique_ptr<ContextExecutor> CpuModel::create_context() const { return std::make_unique<CpuContext>(*this); }

@@ -4,6 +4,7 @@
 // executor is asked to run, so executors trust what they are given.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,20 @@ std::unique_ptr<ModelExecutor> load_cpu_executor(const ModelArtifact& artifact, 
                                                  const std::string& path);
 std::unique_ptr<ModelExecutor> load_gpu_executor(const ModelArtifact& artifact, const std::vector<uint8_t>& bytes,
                                                  const std::string& path);
+
+// The addresses [begin, end) of a block of memory; empty when begin == end.
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;
+  bool empty() const { return begin == end; }
+};
+
+// A run copies its inputs to their places (`places[i]` for input i; empty where input i is used
+// where it is). An input's source may lie in a place itself -- on the GPU, an earlier run's output
+// that is also an input, fed back as another input. The inputs whose sources must be copied aside
+// before any input is copied to its place: those overlapping another input's place, or their own
+// without being exactly it (that one needs no copy). Then every input gets the bytes it had when
+// the run began, whatever order the copies run in.
+std::vector<bool> sources_to_set_aside(const std::vector<ByteRange>& sources, const std::vector<ByteRange>& places);
 
 // "kernel 3 (k3) of 'model.tsl'": how errors name a kernel.
 std::string kernel_where(const ModelArtifact& artifact, size_t k, const std::string& path);

@@ -2,10 +2,11 @@
 // kernel's cubin loaded once (kernels of one task share it) without scratch of its own. Per context:
 // a stream and one device allocation, the arena, holding the intermediates, the kernels' scratch, a
 // copy of every input and the outputs where the build's memory plan put them, made when the context
-// is; with every pointer then fixed, the launches of a whole run are recorded once as a CUDA graph
-// on the context's stream. A run copies the inputs in
-// (host to device, or device to device for device pointers: the graph's pointers never change),
-// replays the graph (or, where the driver has none, launches the kernels one by one) and waits.
+// is (and, where an input is also an output, a block to copy inputs aside to); with every pointer
+// then fixed, the launches of a whole run are recorded once as a CUDA graph on the context's stream.
+// A run copies the inputs in (host to device, or device to device for device pointers: the graph's
+// pointers never change), replays the graph (or, where the driver has none, launches the kernels
+// one by one) and waits.
 #include <algorithm>
 #include <map>
 
@@ -142,6 +143,10 @@ class GpuContext final : public ContextExecutor {
       for (int64_t b : a.kernels[k].args) args_[k].push_back(pointer_[b]);
       for (int64_t o : a.kernels[k].scratch_offsets) scratch_[k].push_back(block_->ptr() + o);
     }
+    // An input that is also an output can be given back as another input: the block such sources
+    // are copied aside to (copy_inputs) is made now, with the rest.
+    for (int64_t b : a.inputs)
+      if (std::find(a.outputs.begin(), a.outputs.end(), b) != a.outputs.end()) make_aside_block();
     stream_ = m.runtime().create_stream();
     graph_ = stream_->capture([this] { launch_all(); });
   }
@@ -186,16 +191,47 @@ class GpuContext final : public ContextExecutor {
   }
 
  private:
-  // Copies the inputs into their places in the arena, where the recorded launches read them.
+  // Copies the inputs into their places in the arena, where the recorded launches read them. A
+  // device input may lie in another input's place (an earlier run's output that is also an input,
+  // given back as another input): such sources are copied aside first, so no input's copy
+  // overwrites what another still has to read.
   void copy_inputs(const std::vector<BoundInput>& inputs) {
     const ModelArtifact& a = m_.artifact();
+    std::vector<ByteRange> sources(inputs.size()), places(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const uint64_t bytes = static_cast<uint64_t>(a.buffers[a.inputs[i]].bytes());
+      places[i] = {pointer_[a.inputs[i]], pointer_[a.inputs[i]] + bytes};
+      if (inputs[i].memory == MemoryKind::Device)
+        sources[i] = {reinterpret_cast<uintptr_t>(inputs[i].data), reinterpret_cast<uintptr_t>(inputs[i].data) + bytes};
+    }
+    const std::vector<bool> aside = sources_to_set_aside(sources, places);
+    uint64_t next_aside = aside_ ? aside_->ptr() : 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!aside[i]) continue;
+      if (!aside_) {  // a source in the arena not given by output_data(): made at its first need
+        make_aside_block();
+        next_aside = aside_->ptr();
+      }
+      const int64_t bytes = a.buffers[a.inputs[i]].bytes();
+      stream_->copy_on_device(next_aside, sources[i].begin, bytes);
+      sources[i] = {next_aside, next_aside + static_cast<uint64_t>(bytes)};
+      next_aside += static_cast<uint64_t>(aligned(bytes));
+    }
     for (size_t i = 0; i < inputs.size(); ++i) {
       const int64_t b = a.inputs[i];
-      if (inputs[i].memory == MemoryKind::Device)
-        stream_->copy_on_device(pointer_[b], reinterpret_cast<uint64_t>(inputs[i].data), a.buffers[b].bytes());
-      else
+      if (inputs[i].memory == MemoryKind::Host)
         stream_->copy_to_device(pointer_[b], inputs[i].data, a.buffers[b].bytes());
+      else if (sources[i].begin != places[i].begin)  // already in its place: an output fed back as itself
+        stream_->copy_on_device(pointer_[b], sources[i].begin, a.buffers[b].bytes());
     }
+  }
+
+  void make_aside_block() {
+    if (aside_) return;
+    int64_t total = 0;
+    for (int64_t b : m_.artifact().inputs) total += aligned(m_.artifact().buffers[b].bytes());
+    aside_ = std::make_unique<DeviceBlock>(m_.runtime(), std::max(total, kAlign));
+    usage_.inputs = aside_->bytes();
   }
 
   void launch(size_t k) { m_.module(k).run_on(*stream_, args_[k], scratch_[k]); }
@@ -205,6 +241,7 @@ class GpuContext final : public ContextExecutor {
 
   const GpuModel& m_;
   std::unique_ptr<DeviceBlock> block_;
+  std::unique_ptr<DeviceBlock> aside_;          // inputs read from the arena, copied aside first
   std::vector<uint64_t> pointer_;               // per buffer, its device address
   std::vector<std::vector<uint64_t>> args_;     // per kernel, a pointer per parameter
   std::vector<std::vector<uint64_t>> scratch_;  // per kernel, its scratch buffers

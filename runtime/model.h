@@ -1,7 +1,8 @@
 // Running a built model (MODEL.tsl, runtime/model_artifact.h) in this process. A LoadedModel is
 // loaded and checked once — its kernels' code, its weights (on the GPU copied to the device once) —
 // and is shared by any number of ExecutionContexts; a context holds one run's state (the inputs
-// bound, the intermediates' arena, the outputs), all allocated when it is made, so contexts on
+// bound, the intermediates' arena, the outputs), allocated when it is made (on the CPU, copies of
+// inputs the kernels cannot read where they are given at their first need), so contexts on
 // separate threads run one model at once. One context is used by one thread at a time.
 //
 //   LoadedModel model = LoadedModel::load("model.tsl");
@@ -38,7 +39,8 @@ struct MemoryUsage {
   int64_t weights = 0;  // once per model, shared by its contexts
   int64_t arena = 0;    // placed by the memory plan: intermediates (GPU: also scratch, input copies, outputs)
   int64_t outputs = 0;  // this context's outputs outside the arena (CPU)
-  int64_t inputs = 0;   // this context's copies of inputs outside the arena (CPU: only misaligned ones)
+  int64_t inputs = 0;   // copies of inputs outside the arena: CPU, of those its kernels cannot read
+                        // where given; GPU, where an input is also an output, a block to copy aside to
   int64_t context_bytes() const { return arena + outputs + inputs; }
 };
 
@@ -76,7 +78,7 @@ struct BoundInput;
 
 class ExecutionContext {
  public:
-  // Allocates everything a run needs (and, on the GPU, records the run as a CUDA graph). The context
+  // Allocates what a run needs (and, on the GPU, records the run as a CUDA graph). The context
   // keeps the model alive. Throws Error when memory or the device fails.
   explicit ExecutionContext(const LoadedModel& model);
   ~ExecutionContext();
@@ -103,7 +105,8 @@ class ExecutionContext {
   std::vector<double> run_profiled();
 
   // Output `index` of the last run, in the model's memory(): valid until the next run or the
-  // context's end. Throws InputError for an index out of range.
+  // context's end. Any output may be given back as an input of the next run. Throws InputError for
+  // an index out of range.
   const void* output_data(size_t index) const;
   // Copies output `index` (outputs()[index].bytes bytes) to `dst` in `memory`.
   void copy_output(size_t index, void* dst, MemoryKind memory) const;

@@ -50,7 +50,8 @@ typedef struct {
   int64_t arena;   /* placed by the build's memory plan: the context's intermediates; on the GPU also the
                       kernels' scratch, the copies of the inputs and the outputs */
   int64_t outputs; /* outside the arena (CPU) */
-  int64_t inputs;  /* copies outside the arena (CPU: only of misaligned inputs) */
+  int64_t inputs;  /* copies outside the arena (CPU: of inputs not 64-byte aligned, in an output or an
+                      output themselves; GPU: where an input is also an output, a block to copy aside) */
   int64_t liveness_bound; /* the most bytes of the arena's values (scratch aside) alive at once */
 } TesselMemoryUsage;
 
@@ -95,7 +96,7 @@ TesselStatus tessel_run(TesselContext* context);
 
 /* Output `index` of the last run, in this context's memory: `*data` is a host pointer for a cpu model
  * and a device pointer for a cuda model (`*on_device` says which; may be null), valid until the next
- * run or tessel_context_free. */
+ * run or tessel_context_free. It may be given back as an input of the next run. */
 TesselStatus tessel_get_output(const TesselContext* context, size_t index, const void** data, size_t* bytes,
                                int* on_device);
 /* Copies output `index` to `dst`, which holds `bytes` bytes (at least the output's size), in host

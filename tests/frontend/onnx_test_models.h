@@ -168,6 +168,33 @@ inline onnx::ModelProto conv_chain_model(int64_t in_channels, int64_t channels, 
   return model;
 }
 
+// a[4,37] and b[4,37] in; out: a and b themselves, then c = a - b. A graph input that is also its
+// output shares one buffer with it.
+inline onnx::ModelProto pass_through_model() {
+  onnx::ModelProto model = make_model();
+  add_input(model, "a", {4, 37});
+  add_input(model, "b", {4, 37});
+  add_node(model, "Sub", {"a", "b"}, {"c"}, "sub");
+  add_output(model, "a", {4, 37});
+  add_output(model, "b", {4, 37});
+  add_output(model, "c", {4, 37});
+  return model;
+}
+
+// Three distinct values for pass_through_model()'s inputs.
+struct PassThroughValues {
+  std::vector<float> x, y, z;
+};
+inline PassThroughValues pass_through_values() {
+  PassThroughValues v;
+  for (int i = 0; i < 4 * 37; ++i) {
+    v.x.push_back(0.5f * static_cast<float>(i));
+    v.y.push_back(1000.0f + static_cast<float>(i));
+    v.z.push_back(-3.0f * static_cast<float>(i) - 1.0f);
+  }
+  return v;
+}
+
 // What exporters emit around a convolution: x[1,2,4,4] → Conv → BatchNormalization → Relu → r, then
 // Reshape(r, Concat(Unsqueeze(Gather(Shape(r), 0)), [-1])) → y[1,48]. simplify() leaves Conv, Relu
 // and Reshape.

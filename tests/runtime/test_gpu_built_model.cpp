@@ -1,7 +1,8 @@
 // A model built for cuda by `tessel build`'s library from an ONNX graph (its memory plan places the
 // context's input and output copies in the arena), run on the GPU with one run's output fed back as
 // the next run's input as a device pointer: no byte of the output may be an input's, or the copy in
-// would overwrite what it reads. Tagged [gpu]: skipped where there is no CUDA device or no NVRTC.
+// would overwrite what it reads; and inputs that are also outputs given back as inputs, each read
+// before a copy in overwrites it. Tagged [gpu]: skipped where there is no CUDA device or no NVRTC.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "deploy/model_builder.h"
 #include "runtime/model.h"
 #include "tests/frontend/onnx_test_models.h"
+#include "tests/runtime/given_back_checks.h"
 #include "tests/skip.h"
 
 namespace tessel {
@@ -20,18 +22,16 @@ using namespace tessel_test;
 
 constexpr int64_t kChannels = 8, kSide = 12;
 
-}  // namespace
-
-TEST_CASE("gpu: a built model's output fed back as its next input on the device", "[runtime][gpu]") {
+// `proto` built for this GPU by the build's library and loaded; none (the test reported skipped)
+// where there is no CUDA device or no NVRTC.
+std::optional<LoadedModel> built_for_gpu(const onnx::ModelProto& proto, TempDir& dir) {
   std::string why;
   CudaRuntime* rt = CudaRuntime::get(&why);
   if (!rt) {
     skip_test(why);
-    return;
+    return std::nullopt;
   }
-  TempDir dir;
-  // Three convolutions of 8 channels at 12x12: the output of the input's shape.
-  write_file(dir.file("m.onnx"), serialize(conv_chain_model(kChannels, kChannels, kSide)));
+  write_file(dir.file("m.onnx"), serialize(proto));
   const Model m = load_model(dir.file("m.onnx"), {}, TargetKind::Cuda);
   BuildOptions o;
   o.target = TargetKind::Cuda;
@@ -42,9 +42,19 @@ TEST_CASE("gpu: a built model's output fed back as its next input on the device"
   } catch (const Error& e) {
     if (std::string(e.what()).find("NVRTC not available") == std::string::npos) throw;
     skip_test(e.what());
-    return;
+    return std::nullopt;
   }
-  const LoadedModel model = LoadedModel::load(dir.file("m.tsl"));
+  return LoadedModel::load(dir.file("m.tsl"));
+}
+
+}  // namespace
+
+TEST_CASE("gpu: a built model's output fed back as its next input on the device", "[runtime][gpu]") {
+  TempDir dir;
+  // Three convolutions of 8 channels at 12x12: the output of the input's shape.
+  const std::optional<LoadedModel> built = built_for_gpu(conv_chain_model(kChannels, kChannels, kSide), dir);
+  if (!built) return;
+  const LoadedModel& model = *built;
   const ModelArtifact& a = model.artifact();
   REQUIRE(a.inputs.size() == 1);
   REQUIRE(a.outputs.size() == 1);
@@ -76,6 +86,21 @@ TEST_CASE("gpu: a built model's output fed back as its next input on the device"
   float largest = 0;
   for (float v : want) largest = std::max(largest, std::fabs(v));
   CHECK(largest > 0);  // the chain does not vanish: the comparison means something
+}
+
+TEST_CASE("gpu: inputs that are also outputs given back as inputs keep the bytes they had", "[runtime][gpu]") {
+  TempDir dir;
+  const std::optional<LoadedModel> built = built_for_gpu(pass_through_model(), dir);
+  if (!built) return;
+  const ModelArtifact& a = built->artifact();
+  REQUIRE(a.inputs.size() == 2);
+  REQUIRE(a.outputs.size() == 3);
+  REQUIRE(a.outputs[0] == a.inputs[0]);  // what the test is about: one place, input and output
+  REQUIRE(a.outputs[1] == a.inputs[1]);
+  ExecutionContext ctx(*built);
+  CHECK(ctx.memory_usage().inputs >= 2 * 4 * 37 * 4);  // the block inputs are copied aside to, made now
+  const PassThroughValues v = pass_through_values();
+  check_outputs_given_back(ctx, MemoryKind::Device, v.x.data(), v.y.data(), v.z.data());
 }
 
 }  // namespace tessel

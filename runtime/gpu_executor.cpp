@@ -143,6 +143,8 @@ class GpuContext final : public ContextExecutor {
       for (int64_t b : a.kernels[k].args) args_[k].push_back(pointer_[b]);
       for (int64_t o : a.kernels[k].scratch_offsets) scratch_[k].push_back(block_->ptr() + o);
     }
+    for (int64_t b : a.inputs)
+      places_.push_back({pointer_[b], pointer_[b] + static_cast<uint64_t>(a.buffers[b].bytes())});
     // An input that is also an output can be given back as another input: the block such sources
     // are copied aside to (copy_inputs) is made now, with the rest.
     for (int64_t b : a.inputs)
@@ -197,14 +199,12 @@ class GpuContext final : public ContextExecutor {
   // overwrites what another still has to read.
   void copy_inputs(const std::vector<BoundInput>& inputs) {
     const ModelArtifact& a = m_.artifact();
-    std::vector<ByteRange> sources(inputs.size()), places(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const uint64_t bytes = static_cast<uint64_t>(a.buffers[a.inputs[i]].bytes());
-      places[i] = {pointer_[a.inputs[i]], pointer_[a.inputs[i]] + bytes};
+    std::vector<ByteRange> sources(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].memory == MemoryKind::Device)
-        sources[i] = {reinterpret_cast<uintptr_t>(inputs[i].data), reinterpret_cast<uintptr_t>(inputs[i].data) + bytes};
-    }
-    const std::vector<bool> aside = sources_to_set_aside(sources, places);
+        sources[i] = {reinterpret_cast<uintptr_t>(inputs[i].data),
+                      reinterpret_cast<uintptr_t>(inputs[i].data) + (places_[i].end - places_[i].begin)};
+    const std::vector<bool> aside = sources_to_set_aside(sources, places_);
     uint64_t next_aside = aside_ ? aside_->ptr() : 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!aside[i]) continue;
@@ -221,7 +221,7 @@ class GpuContext final : public ContextExecutor {
       const int64_t b = a.inputs[i];
       if (inputs[i].memory == MemoryKind::Host)
         stream_->copy_to_device(pointer_[b], inputs[i].data, a.buffers[b].bytes());
-      else if (sources[i].begin != places[i].begin)  // already in its place: an output fed back as itself
+      else if (sources[i].begin != places_[i].begin)  // already in its place: an output fed back as itself
         stream_->copy_on_device(pointer_[b], sources[i].begin, a.buffers[b].bytes());
     }
   }
@@ -243,6 +243,7 @@ class GpuContext final : public ContextExecutor {
   std::unique_ptr<DeviceBlock> block_;
   std::unique_ptr<DeviceBlock> aside_;          // inputs read from the arena, copied aside first
   std::vector<uint64_t> pointer_;               // per buffer, its device address
+  std::vector<ByteRange> places_;               // per input, where its copy goes in the arena
   std::vector<std::vector<uint64_t>> args_;     // per kernel, a pointer per parameter
   std::vector<std::vector<uint64_t>> scratch_;  // per kernel, its scratch buffers
   std::unique_ptr<CudaStream> stream_;

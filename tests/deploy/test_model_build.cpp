@@ -9,6 +9,7 @@
 #include "deploy/model_builder.h"
 #include "runtime/model_artifact.h"
 #include "search/gpu_schedule.h"
+#include "tests/deploy/build_test_model.h"
 #include "tests/frontend/onnx_test_models.h"
 #include "tests/skip.h"
 
@@ -48,19 +49,7 @@ bool overlap(const Span& a, const Span& b) {
 // Builds the model for `target`; nullopt (the test skipped) where cuda code cannot be compiled here.
 std::optional<ModelArtifact> build(TargetKind target, const TempDir& dir,
                                    const onnx::ModelProto& onnx_model = two_conv_model()) {
-  write_file(dir.file("m.onnx"), serialize(onnx_model));
-  const Model model = load_model(dir.file("m.onnx"), {}, target);
-  BuildOptions o;
-  o.target = target;
-  o.device = default_cuda_device_info();
-  o.device_name = target == TargetKind::Cuda ? o.device.name : "this CPU";
-  try {
-    build_model(model, o, dir.file("m.tsl"));
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("NVRTC not available") == std::string::npos) throw;
-    skip_test(e.what());
-    return std::nullopt;
-  }
+  if (!build_test_model(onnx_model, target, dir)) return std::nullopt;
   std::vector<uint8_t> bytes;
   return read_model_artifact(dir.file("m.tsl"), bytes);
 }

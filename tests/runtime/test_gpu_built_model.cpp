@@ -11,6 +11,7 @@
 #include "codegen/cuda/cuda_backend.h"
 #include "deploy/model_builder.h"
 #include "runtime/model.h"
+#include "tests/deploy/build_test_model.h"
 #include "tests/frontend/onnx_test_models.h"
 #include "tests/runtime/given_back_checks.h"
 #include "tests/skip.h"
@@ -24,26 +25,14 @@ constexpr int64_t kChannels = 8, kSide = 12;
 
 // `proto` built for this GPU by the build's library and loaded; none (the test reported skipped)
 // where there is no CUDA device or no NVRTC.
-std::optional<LoadedModel> built_for_gpu(const onnx::ModelProto& proto, TempDir& dir) {
+std::optional<LoadedModel> built_for_gpu(const onnx::ModelProto& proto, const TempDir& dir) {
   std::string why;
   CudaRuntime* rt = CudaRuntime::get(&why);
   if (!rt) {
     skip_test(why);
     return std::nullopt;
   }
-  write_file(dir.file("m.onnx"), serialize(proto));
-  const Model m = load_model(dir.file("m.onnx"), {}, TargetKind::Cuda);
-  BuildOptions o;
-  o.target = TargetKind::Cuda;
-  o.device = rt->device();
-  o.device_name = o.device.name;
-  try {
-    build_model(m, o, dir.file("m.tsl"));
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("NVRTC not available") == std::string::npos) throw;
-    skip_test(e.what());
-    return std::nullopt;
-  }
+  if (!build_test_model(proto, TargetKind::Cuda, dir, rt->device())) return std::nullopt;
   return LoadedModel::load(dir.file("m.tsl"));
 }
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <random>
 
-#include "deploy/model_builder.h"
 #include "runtime/executor.h"
+#include "tests/deploy/build_test_model.h"
 #include "tests/frontend/onnx_test_models.h"
 #include "tests/runtime/given_back_checks.h"
 
@@ -94,11 +94,7 @@ namespace {
 
 // Built for this CPU with default schedules and loaded.
 LoadedModel built_for_cpu(const onnx::ModelProto& proto, const TempDir& dir) {
-  write_file(dir.file("m.onnx"), serialize(proto));
-  const Model m = load_model(dir.file("m.onnx"), {}, TargetKind::Llvm);
-  BuildOptions o;
-  o.target = TargetKind::Llvm;
-  build_model(m, o, dir.file("m.tsl"));
+  REQUIRE(build_test_model(proto, TargetKind::Llvm, dir));
   return LoadedModel::load(dir.file("m.tsl"));
 }
 

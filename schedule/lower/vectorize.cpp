@@ -60,6 +60,8 @@ Expr fold_vector(const Expr& e) {
       break;
     }
     case ExprOp::FloorDiv: case ExprOp::FloorMod: {
+      if (a->op == ExprOp::Broadcast && b->op == ExprOp::Broadcast)  // a quotient of a quotient (fused rows)
+        return make_broadcast(simplify_expr(make_binary(e->op, a->args[0], b->args[0])), lanes);
       // A unit ramp that starts at a multiple of `lanes` never crosses a multiple of c when c is a
       // multiple of lanes: the quotient is uniform and the remainder stays a ramp.
       const int64_t* c = b->op == ExprOp::Broadcast ? as_int(b->args[0]) : nullptr;

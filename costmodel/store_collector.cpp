@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "schedule/lower/verify.h"
+#include "schedule/te/error.h"
 #include "schedule/te/tensor_size.h"
 
 namespace tessel::feature {
@@ -113,6 +114,9 @@ void StoreCollector::walk(const Stmt& s) {
     case StmtOp::CommitCopies:
       return;
     case StmtOp::Matrix:
+      if (s->matrix_op == MatrixOpKind::WgmmaFence || s->matrix_op == MatrixOpKind::WgmmaCommit ||
+          s->matrix_op == MatrixOpKind::WgmmaWait)
+        return;  // ordering only
       add_store(matrix_as_store(*s));
       return;
   }
@@ -152,6 +156,22 @@ const StmtNode* StoreCollector::matrix_as_store(const StmtNode& m) {
       s = make_store(o[0].buffer, make_ramp(o[0].indices.at(0), make_int(1), kLanes),
                      elem(o[1], DType::Float32, kLanes));
       break;
+    case MatrixOpKind::WgmmaMma: {
+      // One thread's share of a 64 x N x 16 product: 8 N multiply-adds, as 64-lane arithmetic
+      // repeated N / 8 times over its N / 2 accumulators (the acc operand's `stride`).
+      const int64_t regs = std::max<int64_t>(o[0].stride, 1);
+      Expr product = make_cast(Type{DType::Float32, kProductLanes}, elem(o[1], DType::Float16, kProductLanes)) *
+                     make_cast(Type{DType::Float32, kProductLanes}, elem(o[2], DType::Float16, kProductLanes));
+      Expr sum = elem(o[0], DType::Float32, kProductLanes);
+      for (int64_t i = 0; i < regs / 4; ++i) sum = sum + product;
+      s = make_store(o[0].buffer, make_ramp(o[0].indices.at(0) * make_int(kProductLanes), make_int(1), kProductLanes),
+                     sum);
+      break;
+    }
+    case MatrixOpKind::WgmmaFence:
+    case MatrixOpKind::WgmmaCommit:
+    case MatrixOpKind::WgmmaWait:
+      TESSEL_CHECK(false, "a warpgroup synchronization is not a store");
   }
   synthesized_.push_back(s);
   return s.get();

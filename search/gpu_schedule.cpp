@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "schedule/ir/warpgroup.h"
 #include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 #include "schedule/te/tensor_size.h"
@@ -51,7 +52,28 @@ struct Knobs {
   int64_t tc_fetch_vector = 8;               // consecutive 16-bit elements per thread in the shared fetch
   int64_t tc_out_vector = 4;                 // consecutive outputs per thread in the epilogue
   bool tc_double_buffer = true;              // the shared tiles in two copies, the next one fetched during the work
+  // Warpgroup tensor cores (wgmma, sm_90): a block of wg_m x wg_n warpgroups, each computing wg_mi
+  // tiles of 64 rows by wg_cols columns, the reduction staged 64 at a time in wg_stages copies of
+  // swizzled shared tiles. Off where the target lacks them.
+  bool warpgroup = true;
+  int64_t wg_m = 2, wg_n = 1, wg_mi = 1, wg_cols = 128, wg_stages = 4;
 };
+
+// The reduction a warpgroup block stages per step: one 128-byte swizzled row of 16-bit elements.
+constexpr int64_t kWarpgroupStep = 64;
+
+// Narrows a warpgroup block until each thread's accumulators (wg_mi x wg_cols / 2) and about 48
+// registers of addresses fit the registers a multiprocessor's 64 Ki give each of the block's
+// threads (at most 255): 2 x 2 warpgroups of 64 x 256 tiles would need 176 of 128.
+void fit_warpgroup_registers(Knobs& k) {
+  auto fits = [&] {
+    const int64_t threads = k.wg_m * k.wg_n * kWarpgroupThreads;
+    return k.wg_mi * k.wg_cols / 2 + 48 <= std::min<int64_t>(255, 65536 / threads);
+  };
+  while (!fits() && k.wg_mi > 1) --k.wg_mi;
+  while (!fits() && k.wg_cols > 64) k.wg_cols /= 2;
+  while (!fits() && k.wg_n > 1) --k.wg_n;
+}
 
 // A matrix product, batched or not: out[.., i, j] = sum over k of a * b, with a and b two tensors
 // read (each maybe through a cast to float32) at [.., i, k] or [.., k, i] and [.., k, j] or
@@ -93,6 +115,15 @@ MatrixProduct matrix_product(const ComputeDAG& dag) {
   return {c, a, b, a->args.size() == c->axes.size() && b->args.size() == c->axes.size()};
 }
 
+// Whether a warpgroup product's rows fuse with the axis before them: one weight matrix for rows
+// fewer than a tile's 64 that divide it (activations [sequence, batch 8, features]), so that each
+// tile's rows are whole values of the axis before.
+bool folds_warpgroup_rows(const MatrixProduct& m) {
+  const size_t rank = m.op->axes.size();
+  const int64_t rows = m.op->axes[rank - 2].extent;
+  return !m.same_batch && rank >= 3 && rows < kWarpgroupTileRows && kWarpgroupTileRows % rows == 0;
+}
+
 // The rows of the default tensor-core block (2 warps of 2 tiles of 16).
 constexpr int64_t kTensorCoreBlockRows = 64;
 
@@ -101,7 +132,9 @@ constexpr int64_t kTensorCoreBlockRows = 64;
 // to 16 bits).
 using TensorCoreContraction = MatrixProduct;
 
-TensorCoreContraction tensor_core_contraction(const ComputeDAG& dag) {
+// With `fold_rows` (warpgroup tiles), rows fewer than a tile's that divide its 64 are fused with
+// the axis before them instead (rows_fold).
+TensorCoreContraction tensor_core_contraction(const ComputeDAG& dag, bool fold_rows = false) {
   const MatrixProduct m = matrix_product(dag);
   if (!m.op || m.op->name == dag.ops().back().name) return {};
   auto cast_of_half = [](const Expr& arg) {
@@ -113,7 +146,8 @@ TensorCoreContraction tensor_core_contraction(const ComputeDAG& dag) {
   // One weight matrix for rows fewer than a block's (activations [sequence, batch 8, features]):
   // the CUDA-core tiling folds them into the axis before them (rows_fold); here each block would
   // leave most of its rows idle.
-  if (!m.same_batch && m.op->axes[m.op->axes.size() - 2].extent < kTensorCoreBlockRows) return {};
+  const int64_t rows = m.op->axes[m.op->axes.size() - 2].extent;
+  if (!m.same_batch && rows < kTensorCoreBlockRows && !(fold_rows && folds_warpgroup_rows(m))) return {};
   return m;
 }
 
@@ -304,7 +338,9 @@ class GpuScheduler {
 
   Trace run() {
     const Operation& out = dag_.ops().back();
-    if (TensorCoreContraction tc = tensor_core_contraction(dag_); tc.op && k_.tensor_core) {
+    if (TensorCoreContraction wg = tensor_core_contraction(dag_, true); wg.op && k_.tensor_core && k_.warpgroup) {
+      schedule_warpgroup(wg, out);
+    } else if (TensorCoreContraction tc = tensor_core_contraction(dag_); tc.op && k_.tensor_core) {
       schedule_tensor_core(tc, out);
     } else if (const Operation* c = find_contraction(dag_)) {
       if (k_.contraction_rows && few_outputs_long_reduction(*c, kRowsSketchRatio)) schedule_rows(out, c);
@@ -672,17 +708,9 @@ class GpuScheduler {
     const std::string oi = loops[rank - 2], oj = loops[rank - 1];
     apply(split_step(out.name, oi, {bm}));
     apply(split_step(out.name, oj, {bn}));
-    std::vector<std::string> batch(loops.begin(), loops.begin() + rank - 2);
-    std::vector<std::string> order = batch;
-    for (const std::string& l : {oi + ".0", oj + ".0", oi + ".1", oj + ".1"}) order.push_back(l);
-    apply(reorder_step(out.name, order));
-    if (!batch.empty()) {
-      std::string z = batch[0];
-      if (batch.size() > 1 && apply(fuse_step(out.name, batch))) z = leaves(out.name)[0];
-      apply(annotate_step(out.name, z, Annotation::BlockZ));
-    }
-    apply(annotate_step(out.name, oi + ".0", Annotation::BlockY));
-    apply(annotate_step(out.name, oj + ".0", Annotation::BlockX));
+    const std::vector<std::string> batch(loops.begin(), loops.begin() + rank - 2);
+    bind_blocks(out.name, batch, {oi + ".0", oj + ".0", oi + ".1", oj + ".1"}, oi + ".0", oj + ".0");
+    std::vector<std::string> order;
     cooperative(out.name, {oi + ".1", oj + ".1"}, bm * bn, k_.tc_out_vector);
 
     // R: each warp's accumulator tiles stored to shared memory.
@@ -739,6 +767,103 @@ class GpuScheduler {
       apply(storage_align_step(shared, t_rank - 2, last_extent_hint(scope, bm, bn, bk, tc), 8));
       cooperative(shared, leaves(shared), rows_cols, k_.tc_fetch_vector);
     }
+  }
+
+  // Warpgroup tensor cores. With R the contraction and out its 16-bit epilogue:
+  //   out: [batch (blockIdx.z), i.0 (blockIdx.y), j.0 (blockIdx.x), i.1 (warpgroups, threadIdx.z),
+  //         j.1 (threadIdx.y), i.2 (a warpgroup's 64-row tiles, unrolled), 64 x wg_cols tensorized]:
+  //         the epilogue, each thread computing it on the accumulators it holds;
+  //   R.wg_accumulator (computed at the warpgroup): [k.0 (pipelined), k.1 (steps of 16, unrolled),
+  //         i.0 (its tiles), j.0, 64 x wg_cols x 16 tensorized];
+  //   a and b staged at k.0 by all threads in swizzled shared tiles, 64 of the reduction at a time
+  //   (zero past the tensors' ends), read by the products straight from there.
+  void schedule_warpgroup(const TensorCoreContraction& tc, const Operation& out) {
+    const std::string R = tc.op->name, acc = cache_stage_name(R, MemScope::WgAccumulator);
+    const bool fold = folds_warpgroup_rows(tc);
+    int rank = static_cast<int>(out.axes.size());
+    const int64_t wm = k_.wg_m, wn = k_.wg_n, mi = k_.wg_mi, n = k_.wg_cols;
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != out.name && op.name != R) apply(compute_inline_step(op.name));
+    apply(cache_write_step(R, MemScope::WgAccumulator));
+    apply(compute_inline_step(R));  // the epilogue reads the accumulators
+    const std::vector<std::string> operands{tc.a->name, tc.b->name};
+    for (const std::string& t : operands) {
+      apply(cache_read_step(t, MemScope::Shared, {acc}));
+      apply(storage_swizzle_step(cache_stage_name(t, MemScope::Shared)));
+    }
+
+    std::vector<std::string> loops = leaves(out.name);
+    if (fold) {  // one axis of rows: the rows with the axis before them
+      apply(fuse_step(out.name, {loops[rank - 3], loops[rank - 2]}));
+      loops = leaves(out.name);
+      --rank;
+    }
+    const std::string oi = loops[rank - 2], oj = loops[rank - 1];
+    apply(split_step(out.name, oi, {wm, mi, kWarpgroupTileRows}));
+    apply(split_step(out.name, oj, {wn, n}));
+    const std::vector<std::string> batch(loops.begin(), loops.begin() + rank - 2);
+    bind_blocks(out.name, batch, {oi + ".0", oj + ".0", oi + ".1", oj + ".1", oi + ".2", oi + ".3", oj + ".2"},
+                oi + ".0", oj + ".0");
+    std::vector<std::string> order;
+    apply(annotate_step(out.name, oi + ".1", Annotation::ThreadZ));
+    apply(annotate_step(out.name, oj + ".1", Annotation::ThreadY));
+    apply(annotate_step(out.name, oi + ".2", Annotation::Unroll));
+    apply(tensorize_step(out.name, oi + ".3"));
+
+    apply(compute_at_step(acc, out.name, oj + ".1"));
+    if (fold) {
+      const std::vector<std::string> l = leaves(acc);
+      apply(fuse_step(acc, {l[rank - 2], l[rank - 1]}));
+    }
+    const std::vector<std::string> al = leaves(acc);
+    const std::string ai = al[rank - 2], aj = al[rank - 1], k = al[rank];
+    apply(split_step(acc, ai, {kWarpgroupTileRows}));
+    apply(split_step(acc, aj, {n}));
+    apply(split_step(acc, k, {kWarpgroupStep / kWarpgroupTileK, kWarpgroupTileK}));
+    order.assign(al.begin(), al.begin() + rank - 2);
+    for (const std::string& l : {aj + ".0", k + ".0", k + ".1", ai + ".0", ai + ".1", aj + ".1", k + ".2"})
+      order.push_back(l);
+    apply(reorder_step(acc, order));
+    apply(annotate_step(acc, k + ".1", Annotation::Unroll));
+    apply(annotate_step(acc, ai + ".0", Annotation::Unroll));
+    apply(tensorize_step(acc, ai + ".1"));
+    if (k_.wg_stages >= 2) apply(pragma_step(acc, k + ".0", "pipeline_stages", k_.wg_stages));
+
+    const int64_t bm = wm * mi * kWarpgroupTileRows, bn = wn * n;
+    for (const std::string& t : operands) {
+      const std::string shared = cache_stage_name(t, MemScope::Shared);
+      apply(compute_at_step(shared, acc, k + ".0"));
+      const int64_t elements = (t == tc.a->name ? bm : bn) * kWarpgroupStep;
+      std::vector<std::string> fl = leaves(shared);
+      std::string f = fl[0];
+      if (fl.size() > 1 && apply(fuse_step(shared, fl))) f = leaves(shared).back();
+      const int64_t threads = wm * wn * kWarpgroupThreads;
+      int64_t vector = 8;  // 16 bytes
+      while (vector > 1 && elements % (threads * vector)) vector /= 2;
+      std::vector<int64_t> lengths{wm, wn, kWarpgroupThreads};
+      if (vector > 1) lengths.push_back(vector);
+      if (!apply(split_step(shared, f, lengths))) continue;
+      apply(annotate_step(shared, f + ".1", Annotation::ThreadZ));
+      apply(annotate_step(shared, f + ".2", Annotation::ThreadY));
+      apply(annotate_step(shared, f + ".3", Annotation::ThreadX));
+      if (vector > 1) apply(annotate_step(shared, f + ".4", Annotation::Vectorize));
+    }
+  }
+
+  // The output's loops reordered to `batch` then `tiles`; the batch axes fused onto blockIdx.z, the
+  // block tiles' loops `rows` and `cols` onto blockIdx.y and blockIdx.x.
+  void bind_blocks(const std::string& out, const std::vector<std::string>& batch, const std::vector<std::string>& tiles,
+                   const std::string& rows, const std::string& cols) {
+    std::vector<std::string> order = batch;
+    order.insert(order.end(), tiles.begin(), tiles.end());
+    apply(reorder_step(out, order));
+    if (!batch.empty()) {
+      std::string z = batch[0];
+      if (batch.size() > 1 && apply(fuse_step(out, batch))) z = leaves(out)[0];
+      apply(annotate_step(out, z, Annotation::BlockZ));
+    }
+    apply(annotate_step(out, rows, Annotation::BlockY));
+    apply(annotate_step(out, cols, Annotation::BlockX));
   }
 
   // The row length of an operand's shared tile (its last dimension): k when the operand is read
@@ -921,6 +1046,13 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.tc_fetch_vector = pick({1, 2, 4, 8});
   k.tc_out_vector = pick({1, 2, 4});
   k.tc_double_buffer = pick({0, 1}) != 0;
+  k.warpgroup = target.warpgroup_mma && pick({0, 1, 1}) != 0;
+  k.wg_m = pick({1, 2});
+  k.wg_n = pick({1, 2});
+  k.wg_cols = pick({64, 128, 256});
+  k.wg_mi = k.wg_cols == 256 ? 1 : pick({1, 2});  // 256 accumulators a thread spill
+  k.wg_stages = pick({2, 3, 4, 5});
+  fit_warpgroup_registers(k);
   k.pad_up_front = pick({0, 1, 1}) != 0;
   while ((k.block_rows / std::min(k.block_rows, k.thread_rows)) * (k.block_cols / std::min(k.block_cols, k.thread_cols)) >
          target.max_threads_per_block)
@@ -932,10 +1064,21 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
 // convolution), the row ones, or the contraction's tiles, staging and unrolling. With
 // `contraction_rows`, a contraction's outputs are rows (the row decisions, no staging of rows and
 // no output vector: a row has one output, as with any reduction per output element).
-Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, bool tensor_core) {
+Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, bool tensor_core,
+                   bool warpgroup = false) {
   Knobs k;
   k.contraction_rows = contraction_rows;
   k.tensor_core = tensor_core;
+  k.warpgroup = warpgroup;
+  if (warpgroup) {
+    k.wg_m = d.choose("wg.warpgroups_m", {2, 1}, DecisionKind::ThreadBinding);
+    k.wg_n = d.choose("wg.warpgroups_n", {1, 2}, DecisionKind::ThreadBinding);
+    k.wg_cols = d.choose("wg.cols", {128, 256, 64}, DecisionKind::Tile);
+    k.wg_mi = k.wg_cols == 256 ? 1 : d.choose("wg.tiles_m", {1, 2}, DecisionKind::Tile);
+    k.wg_stages = d.choose("wg.stages", {4, 3, 5, 2}, DecisionKind::Structure);
+    fit_warpgroup_registers(k);
+    return k;
+  }
   if (tensor_core) {
     k.warps_m = d.choose("tc.warps_m", {1, 2, 4}, DecisionKind::ThreadBinding);
     k.warps_n = d.choose("tc.warps_n", {1, 2, 4}, DecisionKind::ThreadBinding);
@@ -1001,6 +1144,49 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
   return k;
 }
 
+// The warpgroup blocks a default tries for contraction `c`, best first: the largest of 128 x 256,
+// 128 x 128, 64 x 128 and 64 x 64 outputs that still gives most multiprocessors a block in its
+// last wave, counting the work its tiles waste past the tensor's ends; each with as many pipeline
+// stages (up to 4) as fit the shared memory.
+std::vector<Knobs> warpgroup_defaults(const TensorCoreContraction& tc, const GpuTargetSpec& target) {
+  const Operation& c = *tc.op;
+  const bool fold = folds_warpgroup_rows(tc);
+  struct Shape {
+    int64_t wg_m, wg_cols, rows, cols;
+    double tile_efficiency;  // a larger tile reads fewer operand bytes per product
+  };
+  const std::vector<Shape> shapes{{2, 256, 128, 256, 1.0}, {2, 128, 128, 128, 0.92}, {1, 128, 64, 128, 0.8},
+                                  {1, 64, 64, 64, 0.6}};
+  const size_t rank = c.axes.size();
+  const int64_t n = c.axes.back().extent;
+  int64_t m = c.axes[rank - 2].extent, batch = 1;
+  for (size_t a = 0; a + 2 < rank; ++a) batch *= c.axes[a].extent;
+  if (fold) {  // the rows fused with the axis before them
+    m *= c.axes[rank - 3].extent;
+    batch /= c.axes[rank - 3].extent;
+  }
+  const int64_t sms = std::max(1, target.multiprocessors);
+  std::vector<std::pair<double, Knobs>> scored;
+  for (const Shape& s : shapes) {
+    const int64_t bm = (m + s.rows - 1) / s.rows, bn = (n + s.cols - 1) / s.cols, blocks = batch * bm * bn;
+    const int64_t waves = (blocks + sms - 1) / sms;
+    const double filled = static_cast<double>(blocks) / static_cast<double>(waves * sms);
+    const double useful = static_cast<double>(m * n) / static_cast<double>(bm * s.rows * bn * s.cols);
+    Knobs k;
+    k.wg_m = s.wg_m;
+    k.wg_n = 1;
+    k.wg_mi = 1;
+    k.wg_cols = s.wg_cols;
+    const int64_t stage_bytes = (s.rows + s.cols) * kWarpgroupStep * 2;
+    k.wg_stages = std::clamp<int64_t>((target.max_shared_bytes_tensor_core - kSwizzleAlignment) / stage_bytes, 2, 4);
+    scored.push_back({filled * useful * s.tile_efficiency, k});
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<Knobs> out;
+  for (const auto& [score, k] : scored) out.push_back(k);
+  return out;
+}
+
 bool lowers(const ComputeDAG& dag, const Trace& t, const GpuTargetSpec& target) {
   try {
     LowerOptions options;
@@ -1024,9 +1210,17 @@ int64_t shared_limit(const GpuTargetSpec& target, const Trace& trace) {
 
 Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
   Knobs knobs;
+  knobs.warpgroup = false;  // the warpgroup defaults below set it
   const Operation* c = find_contraction(dag);
   knobs.contraction_rows = c && few_outputs_long_reduction(*c, kRowsDefaultRatio);
+  if (TensorCoreContraction tc = tensor_core_contraction(dag, true); tc.op && target.warpgroup_mma) {
+    for (const Knobs& k : warpgroup_defaults(tc, target)) {
+      Trace t = GpuScheduler(dag, k).run();
+      if (lowers(dag, t, target)) return t;
+    }
+  }
   if (TensorCoreContraction tc = tensor_core_contraction(dag); tc.op) {
+    knobs.warpgroup = false;
     // Warps of 64 x 64 (4 x 4 tiles: 16 products per 8 fragment loads) where the output is at least
     // 256 x 256: 2 x 2 of them per block where that still gives 1024 blocks (an H200: 443 us for a
     // 4096^3 bfloat16 matmul, against 630 us with 1 x 2), else 1 x 2 (2048^3: 81 us, against 123 us
@@ -1092,6 +1286,7 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
   if (lowers(dag, t, target)) return t;
   // A shape the fixed tile sizes do not fit (shared memory, say): fall back to smaller tiles.
   Knobs small;
+  small.warpgroup = false;
   small.pad_up_front = knobs.pad_up_front;
   small.block_rows = small.block_cols = 16;
   small.thread_rows = small.thread_cols = 2;
@@ -1108,7 +1303,8 @@ Trace random_gpu_schedule(const ComputeDAG& dag, uint64_t seed, const GpuTargetS
   return default_gpu_schedule(dag, target);
 }
 
-std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& /*target: its limits are checked when candidates lower*/) {
+// The target's limits are checked when candidates lower; it says which tensor cores there are.
+std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& target) {
   bool reduction = std::any_of(dag.ops().begin(), dag.ops().end(),
                                [](const Operation& op) { return op.reduce != ReduceKind::None; });
   const Operation* contraction = find_contraction(dag);
@@ -1116,14 +1312,17 @@ std::vector<Sketch> gpu_sketches(const ComputeDAG& dag, const GpuTargetSpec& /*t
                         : reduction && gpu_short_reductions_only(dag) ? "gpu/thread_per_output"
                         : reduction                                 ? "gpu/cross_thread_reduction"
                                                                     : "gpu/elementwise";
-  auto sketch = [&dag](const char* name, bool contraction_rows, bool tensor_core = false) {
-    return Sketch{name, [dag, contraction_rows, tensor_core](Decider& d, TraceBuilder& b) {
-                    Trace t = GpuScheduler(dag, decide_knobs(d, dag, contraction_rows, tensor_core)).run();
+  auto sketch = [&dag](const char* name, bool contraction_rows, bool tensor_core = false, bool warpgroup = false) {
+    return Sketch{name, [dag, contraction_rows, tensor_core, warpgroup](Decider& d, TraceBuilder& b) {
+                    Trace t = GpuScheduler(dag, decide_knobs(d, dag, contraction_rows, tensor_core, warpgroup)).run();
                     for (const Step& s : t.steps) b.apply(s);
                   }};
   };
   std::vector<Sketch> sketches;
-  // A 16-bit contraction on the tensor cores first; the CUDA-core tiling stays a candidate.
+  // A 16-bit contraction on the tensor cores first (a warpgroup's where the target has them, then a
+  // warp's); the CUDA-core tiling stays a candidate.
+  if (target.warpgroup_mma && tensor_core_contraction(dag, true).op)
+    sketches.push_back(sketch("gpu/warpgroup_mma", false, true, true));
   if (tensor_core_contraction(dag).op) sketches.push_back(sketch("gpu/tensor_core", false, true));
   sketches.push_back(sketch(pattern, false));
   if (contraction && few_outputs_long_reduction(*contraction, kRowsSketchRatio))

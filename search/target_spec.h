@@ -21,6 +21,9 @@ struct GpuTargetSpec {
   // model build sets it from its memory budget.
   int64_t max_scratch_bytes = 0;
   int64_t scratch_alignment = 1;  // each scratch buffer counted in whole lines of this many bytes
+  // Hopper's warpgroup tensor-core operations (wgmma, sm_90): 16-bit contractions take them.
+  bool warpgroup_mma = true;
+  int multiprocessors = 132;  // how many blocks make one full wave
 };
 
 }  // namespace tessel

@@ -33,13 +33,15 @@ struct CudaProgram {
   std::string source;                  // one translation unit with every kernel
   std::vector<CudaLaunch> launches;    // in execution order
   std::vector<BufferParam> scratch;    // device buffers the program allocates itself
+  bool warpgroup_mma = false;          // uses Hopper's wgmma: compiled for sm_90a
 };
 
 // Readable CUDA C for `func` (what `tessel show --target cuda --emit cuda` prints). Throws
 // CompileError naming the loop or buffer when the function cannot map to kernels.
 CudaProgram emit_cuda(const LoweredFunc& func);
 
-// Compiles with NVRTC for `arch` (e.g. "sm_90"). Throws CompileError carrying the NVRTC log and the
+// Compiles with NVRTC for `arch` (e.g. "sm_90"; a program with warpgroup operations for its
+// architecture-specific form, "sm_90a", which only sm_90 has). Throws CompileError carrying the NVRTC log and the
 // offending source line(s) on failure.
 std::vector<char> nvrtc_compile(const CudaProgram& program, const std::string& arch);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "schedule/ir/warpgroup.h"
 #include "schedule/lower/verify.h"
 #include "schedule/te/error.h"
 
@@ -74,9 +75,12 @@ KernelInfo analyze_kernel(const Stmt& kernel, const std::string& kernel_name, co
         if (s->scope == MemScope::Global)
           throw CompileError("cuda codegen: global buffer '" + s->buffer + "' is allocated inside " + kernel_name +
                              " (global allocations must enclose whole kernels)");
-        if (s->scope == MemScope::Shared) {
+        if (s->scope == MemScope::Shared) {  // placed as verify counts them
+          const bool swizzled = s->swizzle_cols > 0;
+          info.swizzled |= swizzled;
+          info.shared_bytes = shared_allocation_start(info.shared_bytes, swizzled);
           info.shared_offset[s.get()] = info.shared_bytes;
-          info.shared_bytes += shared_allocation_bytes(s->dtype, s->extents);  // as verify counts it
+          info.shared_bytes += shared_allocation_bytes(s->dtype, s->extents, swizzled);
         }
         break;
       case StmtOp::Store:
@@ -84,6 +88,7 @@ KernelInfo analyze_kernel(const Stmt& kernel, const std::string& kernel_name, co
         break;
       case StmtOp::Matrix:
         if (s->matrix_op == MatrixOpKind::Store) info.stored.insert(s->operands[0].buffer);
+        info.warpgroup |= is_warpgroup_op(s->matrix_op);
         break;
       case StmtOp::AllReduce:
         info.allreduce_threads.push_back(*as_int(s->extent));
@@ -124,11 +129,14 @@ KernelInfo analyze_kernel(const Stmt& kernel, const std::string& kernel_name, co
   // Each reduction across warps declares its own array of the warps' values of every row.
   for (int64_t n : info.allreduce_threads)
     info.static_shared_bytes += warp_combine_bytes(n, info.extent[4] * info.extent[5]);
-  if (info.shared_bytes + info.static_shared_bytes > limits.max_shared_per_block_optin)
+  // Swizzled tiles sit in dynamic shared memory, whose start the kernel rounds up to 1024 bytes.
+  const int64_t alignment_slack = info.swizzled ? kSwizzleAlignment : 0;
+  if (info.shared_bytes + info.static_shared_bytes + alignment_slack > limits.max_shared_per_block_optin)
     throw CompileError(
-        "cuda codegen: " + kernel_name + " needs " + std::to_string(info.shared_bytes + info.static_shared_bytes) +
+        "cuda codegen: " + kernel_name + " needs " +
+        std::to_string(info.shared_bytes + info.static_shared_bytes + alignment_slack) +
         " bytes of shared memory, over the device limit " + std::to_string(limits.max_shared_per_block_optin));
-  info.dynamic_shared = info.shared_bytes + info.static_shared_bytes > kStaticSharedLimit;
+  info.dynamic_shared = info.swizzled || info.shared_bytes + info.static_shared_bytes > kStaticSharedLimit;
   return info;
 }
 

@@ -23,6 +23,8 @@ struct KernelInfo {
   int64_t extent[6] = {1, 1, 1, 1, 1, 1};  // blockIdx.xyz, threadIdx.xyz
   bool bound[6] = {};
   bool dynamic_shared = false;
+  bool swizzled = false;   // holds swizzled shared tiles: dynamic shared memory, its start 1024-aligned
+  bool warpgroup = false;  // holds warpgroup (wgmma) operations
   int64_t static_shared_bytes = 0;         // declared where they are used (reductions across warps)
   std::vector<int64_t> allreduce_threads;  // the thread count of each reduction across threads
   int64_t shared_bytes = 0;

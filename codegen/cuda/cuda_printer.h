@@ -31,6 +31,7 @@ inline const char* c_type(DType t) {
 // Registers per 16 x 16 tile in each lane (PTX wmma m16n16k16): eight f32 accumulators; a or b
 // operands in 32-bit registers, four for bfloat16, eight for float16 (whose fragments repeat values).
 inline int fragment_registers_per_tile(MemScope scope, DType dtype) {
+  if (scope == MemScope::WgAccumulator) return 1;  // flattened to its registers already
   if (scope == MemScope::Accumulator) return 8;
   return dtype == DType::BFloat16 ? 4 : 8;
 }
@@ -63,6 +64,10 @@ class CudaPrinter {
   int fragment_registers(const std::string& buffer) const;
   std::string fragment_register(const MatrixOperand& o, int r);
   std::string memory_address(const MatrixOperand& o, std::vector<std::string>& inputs, const char*& space);
+  void emit_warpgroup_mma(const Stmt& s);
+  std::string warpgroup_descriptor(const MatrixOperand& o, bool k_major);
+  // `buf[index]` for a flat index printed as `index` (through the swizzle of a swizzled tile).
+  std::string element(const std::string& buffer, const std::string& index);
 
   // --- expressions, one lane at a time (cuda_printer_expr.cpp) ---
   static std::string strip_parens(const std::string& s);
@@ -79,6 +84,7 @@ class CudaPrinter {
   NameTable names_;
   std::map<std::string, DType> buffers_;  // buffers in scope: parameters, scratch, allocations
   std::map<std::string, MemScope> scopes_; // allocations in scope: their memory scope
+  std::map<std::string, std::pair<int64_t, int64_t>> swizzled_;  // swizzled tiles in scope: rows, columns
   std::set<std::string> vars_;            // loop variables in scope
   std::map<const ExprNode*, std::string> hoisted_;
   KernelInfo info_;

@@ -62,7 +62,7 @@ std::string CudaPrinter::expr(const Expr& e, int lane) {
                            to_string(buffer_dtype(e->name)));
       auto it = hoisted_.find(e.get());
       if (it != hoisted_.end()) return it->second + "." + "xyzw"[lane];
-      return names_.id(e->name) + "[" + strip_parens(expr(e->args[0], lane)) + "]";
+      return element(e->name, strip_parens(expr(e->args[0], lane)));
     }
     case ExprOp::Ramp: {
       const int64_t* stride = as_int(e->args[1]);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/cuda/cuda_printer.h"
+#include "schedule/ir/warpgroup.h"
 #include "schedule/lower/arith.h"
 #include "schedule/te/error.h"
 #include "schedule/te/tensor_size.h"
@@ -35,10 +36,13 @@ void CudaPrinter::emit_stmt(const Stmt& s, bool in_seq) {
       for (const Stmt& child : s->body) emit_stmt(child, true);
       return;
     case StmtOp::Barrier:
+      // Warpgroup products read shared memory through the async proxy: the generic writes before
+      // the barrier (copies, zero-filled edges) are made visible to it first.
+      if (info_.warpgroup) line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
       line("__syncthreads();");
       return;
     case StmtOp::CommitCopies: {
-      line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+      if (s->async_copy) line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
       const int64_t wait = *as_int(s->extent);
       if (wait >= 0) line("asm volatile(\"cp.async.wait_group " + std::to_string(wait) + ";\" ::: \"memory\");");
       return;
@@ -177,7 +181,8 @@ void CudaPrinter::emit_allocate(const Stmt& s) {
   if (is_fragment(s->scope)) {
     // A fragment: each tile's registers (f32 accumulators; 16-bit operands two to a 32-bit register).
     elements *= fragment_registers_per_tile(s->scope, s->dtype);
-    line(std::string(s->scope == MemScope::Accumulator ? "float " : "unsigned ") + id + "[" +
+    const bool floats = s->scope == MemScope::Accumulator || s->scope == MemScope::WgAccumulator;
+    line(std::string(floats ? "float " : "unsigned ") + id + "[" +
          std::to_string(elements) + "];");
   } else if (s->scope == MemScope::Shared && info_.dynamic_shared) {
     line(type + "* __restrict__ " + id + " = reinterpret_cast<" + type + "*>(tessel_dynamic_shared + " +
@@ -190,9 +195,11 @@ void CudaPrinter::emit_allocate(const Stmt& s) {
   if (!buffers_.emplace(s->buffer, s->dtype).second)
     throw CompileError("cuda codegen: buffer '" + s->buffer + "' is allocated twice");
   scopes_[s->buffer] = s->scope;
+  if (s->swizzle_cols > 0) swizzled_[s->buffer] = {s->swizzle_rows, s->swizzle_cols};
   emit_stmt(s->body[0], false);
   buffers_.erase(s->buffer);
   scopes_.erase(s->buffer);
+  swizzled_.erase(s->buffer);
   --indent_;
   line("}");
 }
@@ -232,6 +239,10 @@ std::string CudaPrinter::memory_address(const MatrixOperand& o, std::vector<std:
 // numbering: outputs first, then inputs, as the asm statement lists them.
 void CudaPrinter::emit_matrix(const Stmt& s) {
   const std::vector<MatrixOperand>& o = s->operands;
+  if (is_warpgroup_op(s->matrix_op) ||
+      (s->matrix_op == MatrixOpKind::FillZero && scopes_.count(o[0].buffer) &&
+       scopes_.at(o[0].buffer) == MemScope::WgAccumulator))
+    return emit_warpgroup_mma(s);
   auto layout = [](bool row_major) { return row_major ? "row" : "col"; };
   auto type_name = [&](DType t) -> std::string {
     if (t == DType::BFloat16) return "bf16";
@@ -288,7 +299,8 @@ void CudaPrinter::emit_matrix(const Stmt& s) {
       text = std::string("wmma.store.d.sync.aligned.") + layout(o[0].row_major) + ".m16n16k16" + space + ".f32 [" +
              addr + "], " + regs + ", %" + std::to_string(inputs.size() - 1) + ";";
       break;
-    }
+    }    default:
+      throw CompileError(std::string("cuda codegen: ") + to_string(s->matrix_op) + " is a warpgroup operation");
   }
   auto join = [](const std::vector<std::string>& v) {
     std::string out;
@@ -298,6 +310,84 @@ void CudaPrinter::emit_matrix(const Stmt& s) {
   line("asm volatile(\"" + text + "\"");
   line("    : " + join(outputs));
   line("    : " + join(inputs) + ");");
+}
+
+std::string CudaPrinter::element(const std::string& buffer, const std::string& index) {
+  auto it = swizzled_.find(buffer);
+  if (it == swizzled_.end()) return names_.id(buffer) + "[" + index + "]";
+  if (it->second.second == kSwizzleBlockCols) return names_.id(buffer) + "[tessel_swizzle64(" + index + ")]";
+  return names_.id(buffer) + "[tessel_swizzle(" + index + ", " + std::to_string(it->second.first) + "u, " +
+         std::to_string(it->second.second) + "u)]";
+}
+
+// The matrix descriptor of a warpgroup product's shared operand (schedule/ir/warpgroup.h): the
+// unpermuted address of the tile's first element; between column blocks (an operand contiguous in
+// M or N) the block's bytes, between groups of 8 rows 1024 bytes.
+std::string CudaPrinter::warpgroup_descriptor(const MatrixOperand& o, bool k_major) {
+  auto it = swizzled_.find(o.buffer);
+  if (it == swizzled_.end() || scopes_.at(o.buffer) != MemScope::Shared)
+    throw CompileError("cuda codegen: a warpgroup product reads '" + o.buffer + "', not a swizzled shared tile");
+  const auto [rows, cols] = it->second;
+  const int64_t block_bytes = rows * kSwizzleRowBytes;
+  return "tessel_wgmma_desc(tessel_shared_address(" + names_.id(o.buffer) + ") + 2u * tessel_swizzle_block(" +
+         strip_parens(expr(o.indices.at(0), 0)) + ", " + std::to_string(rows) + "u, " + std::to_string(cols) + "u), " +
+         std::to_string(k_major ? 16 : block_bytes) + "u, " + std::to_string(kSwizzleAlignment) + "u)";
+}
+
+// Warpgroup operations (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"): a
+// product of a 64 x 16 and a 16 x N tile into N / 2 accumulator registers a thread, both operands
+// read from shared memory through descriptors; the fences and groups that order them.
+void CudaPrinter::emit_warpgroup_mma(const Stmt& s) {
+  const std::vector<MatrixOperand>& o = s->operands;
+  auto registers = [&](const MatrixOperand& acc) {
+    std::vector<std::string> regs;
+    const std::string base = strip_parens(expr(acc.indices.at(0), 0));
+    for (int64_t r = 0; r < acc.stride; ++r)
+      regs.push_back(names_.id(acc.buffer) + "[" + (base == "0" ? "" : "(" + base + ") + ") + std::to_string(r) + "]");
+    return regs;
+  };
+  switch (s->matrix_op) {
+    case MatrixOpKind::FillZero:
+      for (const std::string& r : registers(o[0])) line(r + " = 0.0f;");
+      return;
+    case MatrixOpKind::WgmmaFence:
+      line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+      return;
+    case MatrixOpKind::WgmmaCommit:
+      line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+      return;
+    case MatrixOpKind::WgmmaWait:
+      line("asm volatile(\"wgmma.wait_group.sync.aligned " + std::to_string(*as_int(s->extent)) + ";\" ::: \"memory\");");
+      return;
+    case MatrixOpKind::WgmmaMma: {
+      const DType t = buffer_dtype(o[1].buffer);
+      if (buffer_dtype(o[2].buffer) != t || !Type{t, 1}.is_half())
+        throw CompileError("cuda codegen: warpgroup operands are float16 or bfloat16, both of one type");
+      // a is (m, k), b is (k, n); a tile contiguous along m or n is read transposed.
+      const bool a_k_major = o[1].row_major, b_k_major = !o[2].row_major;
+      const std::vector<std::string> regs = registers(o[0]);
+      const size_t n = regs.size();
+      std::string list;
+      for (size_t r = 0; r < n; ++r) list += (r ? ", %" : "%") + std::to_string(r);
+      const std::string type = t == DType::BFloat16 ? "bf16" : "f16";
+      line("{");
+      ++indent_;
+      line("const unsigned long long a_desc = " + warpgroup_descriptor(o[1], a_k_major) + ";");
+      line("const unsigned long long b_desc = " + warpgroup_descriptor(o[2], b_k_major) + ";");
+      line("asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n" +
+           std::to_string(2 * n) + "k16.f32." + type + "." + type + " {" + list + "}, %" + std::to_string(n) + ", %" +
+           std::to_string(n + 1) + ", p, 1, 1, " + (a_k_major ? "0" : "1") + ", " + (b_k_major ? "0" : "1") + "; }\"");
+      std::string outputs;
+      for (size_t r = 0; r < n; ++r) outputs += (r ? ", " : "") + std::string("\"+f\"(") + regs[r] + ")";
+      line("    : " + outputs);
+      line("    : \"l\"(a_desc), \"l\"(b_desc) : \"memory\");");
+      --indent_;
+      line("}");
+      return;
+    }
+    default:
+      throw CompileError(std::string("cuda codegen: ") + to_string(s->matrix_op) + " is not a warpgroup operation");
+  }
 }
 
 DType CudaPrinter::buffer_dtype(const std::string& name) const {
@@ -345,8 +435,8 @@ void CudaPrinter::emit_store(const Stmt& s) {
       throw CompileError("cuda codegen: an asynchronous copy into '" + s->buffer + "' is not a 4-, 8- or 16-byte load");
     auto first = [&](const Expr& i) { return strip_parens(expr(i->op == ExprOp::Ramp ? i->args[0] : i, 0)); };
     line(std::string("asm volatile(\"cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [%0], [%1], " +
-         std::to_string(bytes) + ";\" :: \"r\"(tessel_shared_address(&" + buf + "[" + first(index) + "])), \"l\"(&" +
-         names_.id(value->name) + "[" + first(from) + "]) : \"memory\");");
+         std::to_string(bytes) + ";\" :: \"r\"(tessel_shared_address(&" + element(s->buffer, first(index)) +
+         ")), \"l\"(&" + element(value->name, first(from)) + ") : \"memory\");");
     return;
   }
   // A copy of 2, 4 or 8 consecutive 16-bit values between aligned places (operands staged for the
@@ -355,16 +445,36 @@ void CudaPrinter::emit_store(const Stmt& s) {
       buffer_dtype(value->name) == dtype) {
     if (is_aligned_ramp(index) && is_aligned_ramp(value->args[0])) {
       const char* word = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";
-      line("*reinterpret_cast<" + std::string(word) + "*>(&" + buf + "[" + strip_parens(expr(index->args[0], 0)) +
-           "]) = *reinterpret_cast<const " + word + "*>(&" + names_.id(value->name) + "[" +
-           strip_parens(expr(value->args[0]->args[0], 0)) + "]);");
+      line("*reinterpret_cast<" + std::string(word) + "*>(&" + element(s->buffer, strip_parens(expr(index->args[0], 0))) +
+           ") = *reinterpret_cast<const " + word + "*>(&" +
+           element(value->name, strip_parens(expr(value->args[0]->args[0], 0))) + ");");
       return;
     }
+  }
+  // 2 or 4 computed 16-bit values to aligned consecutive places (a warpgroup epilogue's adjacent
+  // columns): computed lane by lane, stored as one 4- or 8-byte word.
+  if (Type{dtype, 1}.is_half() && (lanes == 2 || lanes == 4) && is_aligned_ramp(index)) {
+    line("{");
+    ++indent_;
+    std::vector<std::string> temps;
+    for (int l = 0; l < lanes; ++l) {
+      temps.push_back(names_.fresh("v"));
+      line(std::string("const unsigned ") + temps[l] + " = " + strip_parens(expr(value, l)) + ";");
+    }
+    const std::string word = lanes == 2 ? "unsigned" : "uint2";
+    const std::string packed =
+        lanes == 2 ? temps[0] + " | (" + temps[1] + " << 16)"
+                   : "make_uint2(" + temps[0] + " | (" + temps[1] + " << 16), " + temps[2] + " | (" + temps[3] + " << 16))";
+    line("*reinterpret_cast<" + word + "*>(&" + element(s->buffer, strip_parens(expr(index->args[0], 0))) +
+         ") = " + packed + ";");
+    --indent_;
+    line("}");
+    return;
   }
   bool has_vector = lanes > 1;
   visit_exprs(s, [&](const Expr& e) { has_vector = has_vector || e->type.lanes > 1; });
   if (!has_vector) {
-    line(buf + "[" + strip_parens(expr(index, 0)) + "] = " + strip_parens(expr(value, 0)) + ";");
+    line(element(s->buffer, strip_parens(expr(index, 0))) + " = " + strip_parens(expr(value, 0)) + ";");
     return;
   }
   line("{");
@@ -387,7 +497,7 @@ void CudaPrinter::emit_store(const Stmt& s) {
       temps.push_back(names_.fresh("v"));
       line(std::string("const ") + c_type(dtype) + " " + temps[l] + " = " + lane_values[l] + ";");
     }
-    for (int l = 0; l < lanes; ++l) line(buf + "[" + strip_parens(expr(index, l)) + "] = " + temps[l] + ";");
+    for (int l = 0; l < lanes; ++l) line(element(s->buffer, strip_parens(expr(index, l))) + " = " + temps[l] + ";");
   }
   hoisted_.clear();
   --indent_;

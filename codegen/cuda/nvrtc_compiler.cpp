@@ -100,8 +100,10 @@ std::vector<char> nvrtc_compile(const CudaProgram& program, const std::string& a
     ~Guard() { n.destroy(&p); }
   } guard{n, prog};
 
+  if (program.warpgroup_mma && arch != "sm_90")
+    throw CompileError("warpgroup tensor-core operations (wgmma) need an sm_90 GPU (H100, H200), not " + arch);
   // No fast-math: results are checked against a float64 reference.
-  std::string arch_option = "--gpu-architecture=" + arch;
+  std::string arch_option = "--gpu-architecture=" + arch + (program.warpgroup_mma ? "a" : "");
   const char* options[] = {arch_option.c_str(), "-default-device", "--std=c++17"};
   NvrtcResult compiled = n.compile(prog, 3, options);
 

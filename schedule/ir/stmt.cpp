@@ -32,6 +32,7 @@ const char* to_string(MemScope scope) {
     case MemScope::MatrixA: return "matrix_a";
     case MemScope::MatrixB: return "matrix_b";
     case MemScope::Accumulator: return "accumulator";
+    case MemScope::WgAccumulator: return "wg_accumulator";
   }
   return "?";
 }
@@ -43,6 +44,10 @@ const char* to_string(MatrixOpKind kind) {
     case MatrixOpKind::LoadB: return "load_b";
     case MatrixOpKind::MmaSync: return "mma_sync";
     case MatrixOpKind::Store: return "store_matrix";
+    case MatrixOpKind::WgmmaMma: return "wgmma";
+    case MatrixOpKind::WgmmaFence: return "wgmma_fence";
+    case MatrixOpKind::WgmmaCommit: return "wgmma_commit";
+    case MatrixOpKind::WgmmaWait: return "wgmma_wait";
   }
   return "?";
 }
@@ -125,6 +130,15 @@ Stmt make_barrier() { return finish(StmtNode{StmtOp::Barrier}); }
 Stmt make_commit_copies(int64_t wait_groups) {
   StmtNode n{StmtOp::CommitCopies};
   n.extent = make_int(wait_groups);
+  n.async_copy = true;
+  return finish(std::move(n));
+}
+
+Stmt make_wait_copies(int64_t wait_groups) {
+  TESSEL_CHECK(wait_groups >= 0, "a wait for copies needs a group count");
+  StmtNode n{StmtOp::CommitCopies};
+  n.extent = make_int(wait_groups);
+  n.async_copy = false;
   return finish(std::move(n));
 }
 
@@ -154,7 +168,7 @@ Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp
 
 Stmt make_matrix(MatrixOpKind kind, std::vector<MatrixOperand> operands, const std::string& row_var,
                  const std::string& col_var) {
-  static constexpr size_t kCounts[] = {1, 2, 2, 3, 2};
+  static constexpr size_t kCounts[] = {1, 2, 2, 3, 2, 3, 0, 0, 0};
   TESSEL_CHECK(operands.size() == kCounts[static_cast<int>(kind)],
                std::string("wrong operand count for matrix operation ") + to_string(kind));
   StmtNode n{StmtOp::Matrix};
@@ -165,9 +179,19 @@ Stmt make_matrix(MatrixOpKind kind, std::vector<MatrixOperand> operands, const s
   return finish(std::move(n));
 }
 
+Stmt make_warpgroup_sync(MatrixOpKind kind, int64_t pending) {
+  TESSEL_CHECK(kind == MatrixOpKind::WgmmaFence || kind == MatrixOpKind::WgmmaCommit || kind == MatrixOpKind::WgmmaWait,
+               std::string("not a warpgroup synchronization: ") + to_string(kind));
+  StmtNode n{StmtOp::Matrix};
+  n.matrix_op = kind;
+  if (kind == MatrixOpKind::WgmmaWait) n.extent = make_int(pending);
+  return finish(std::move(n));
+}
+
 std::vector<std::string> matrix_reads(const StmtNode& s) {
   std::vector<std::string> out;
-  for (size_t i = s.matrix_op == MatrixOpKind::MmaSync ? 0 : 1; i < s.operands.size(); ++i)
+  const bool accumulates = s.matrix_op == MatrixOpKind::MmaSync || s.matrix_op == MatrixOpKind::WgmmaMma;
+  for (size_t i = accumulates ? 0 : 1; i < s.operands.size(); ++i)
     out.push_back(s.operands[i].buffer);
   return out;
 }
@@ -235,6 +259,7 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       if (!s->thread_tag.empty()) out << " " << s->thread_tag;
       if (s->pragma_unroll_max_step) out << " auto_unroll_max_step=" << s->pragma_unroll_max_step;
       if (s->double_buffer) out << " double_buffer";
+      if (s->double_buffer && s->pipeline_stages != 2) out << "=" << s->pipeline_stages;
       out << " {\n";
       print(out, s->body[0], indent + 1);
       out << pad << "}\n";
@@ -253,7 +278,9 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
     case StmtOp::Allocate: {
       out << pad << "allocate " << s->buffer << "[" << to_string(s->dtype) << " * ";
       for (size_t i = 0; i < s->extents.size(); ++i) out << (i ? " * " : "") << s->extents[i];
-      out << "], " << to_string(s->scope) << "\n";
+      out << "], " << to_string(s->scope);
+      if (s->swizzle_cols) out << ", swizzled " << s->swizzle_rows << " x " << s->swizzle_cols;
+      out << "\n";
       print(out, s->body[0], indent);
       return;
     }
@@ -270,7 +297,9 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
       for (const Stmt& b : s->body) print(out, b, indent);
       return;
     case StmtOp::Barrier: out << pad << "barrier()\n"; return;
-    case StmtOp::CommitCopies: out << pad << "commit_copies(wait " << to_string(s->extent) << ")\n"; return;
+    case StmtOp::CommitCopies:
+      out << pad << (s->async_copy ? "commit_copies(wait " : "wait_copies(") << to_string(s->extent) << ")\n";
+      return;
     case StmtOp::AllReduce: {
       out << pad << s->buffer << "[";
       for (size_t i = 0; i < s->indices.size(); ++i) out << (i ? ", " : "") << to_string(s->indices[i]);
@@ -288,6 +317,7 @@ void print(std::ostringstream& out, const Stmt& s, int indent) {
         if (o.stride) out << (o.row_major ? " row " : " col ") << o.stride;
       }
       if (!s->var.empty()) out << "; tile " << s->var << ", " << s->col_var;
+      if (s->matrix_op == MatrixOpKind::WgmmaWait) out << "pending " << to_string(s->extent);
       out << ")\n";
       return;
     }

@@ -31,12 +31,29 @@
 //    `col_var`, 0 to 15); storage flattening turns them into the flat index of element (0, 0)
 //    and a row-major or column-major stride (`row_major`, `stride`). A fragment operand's
 //    flattened index is its tile's number within the fragment buffer.
+//    Hopper's warpgroup operations (schedule/ir/warpgroup.h) run on the 128 threads of a
+//    warpgroup (threadIdx.x = 128, never under a threadIdx.x loop):
+//      WgmmaMma     acc += a * b, asynchronously     [wg acc, a memory tile, b memory tile]
+//                   acc a 64 x N tile of the WgAccumulator scope (N/2 registers a thread), a a
+//                   64 x 16 tile and b a 16 x N tile of 16-bit shared buffers in the swizzled
+//                   layout. After flattening the acc operand's index is its first register and
+//                   its `stride` the tile's register count; a memory operand is as above.
+//      WgmmaFence   orders the registers' earlier writes and reads before the next WgmmaMma
+//      WgmmaCommit  closes the group of WgmmaMma issued since the last commit
+//      WgmmaWait    waits until at most `extent` committed groups are still running
+//    FillZero of a WgAccumulator tile zeroes its registers. A WgAccumulator's elements are read
+//    one by one (a Load at a register number) only by the thread that holds them.
 //  - A Store with `async_copy` (GPU) copies a global load into shared memory asynchronously
 //    (cp.async): the value is not there until a CommitCopies that waits for it. CommitCopies closes
-//    the thread's group of copies issued since the last one and, when `extent` >= 0, waits until at
-//    most `extent` of its groups are still in flight (a barrier then makes the data visible to all).
+//    the thread's group of copies issued since the last one (unless `async_copy` is false on it: a
+//    wait only) and, when `extent` >= 0, waits until at most `extent` of its groups are still in
+//    flight (a barrier then makes the data visible to all).
 //  - `double_buffer` on a For (GPU) asks the double_buffer pass to give the shared tiles filled at
-//    the top of each iteration two copies, the next iteration's fetch issued before this one's work.
+//    the top of each iteration `pipeline_stages` copies (two unless set), the fetches of the next
+//    iterations issued before this one's work.
+//  - An Allocate of a shared buffer with `swizzle_cols` > 0 lays out each copy of its tile of
+//    `swizzle_rows` x `swizzle_cols` 16-bit elements in 128-byte swizzled rows
+//    (schedule/ir/warpgroup.h); indices stay logical, the code generator maps them.
 //  - `pragma_unroll_max_step` on a For asks the unroll pass to unroll every loop inside it whose
 //    total unrolled body stays within that many statements (Ansor's auto_unroll_max_step).
 #pragma once
@@ -52,15 +69,21 @@
 namespace tessel {
 
 enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, ThreadBound };
-// MatrixA, MatrixB, Accumulator: a warp's tensor-core fragments (see Matrix above).
-enum class MemScope : uint8_t { Global, Shared, Local, MatrixA, MatrixB, Accumulator };
+// MatrixA, MatrixB, Accumulator: a warp's tensor-core fragments (see Matrix above); WgAccumulator: a
+// warpgroup's accumulator registers.
+enum class MemScope : uint8_t { Global, Shared, Local, MatrixA, MatrixB, Accumulator, WgAccumulator };
 enum class StmtOp : uint8_t {
   For, Provide, Store, Allocate, IfThenElse, Seq, Barrier, Prefetch, AllReduce, Matrix, CommitCopies,
 };
-enum class MatrixOpKind : uint8_t { FillZero, LoadA, LoadB, MmaSync, Store };
+enum class MatrixOpKind : uint8_t { FillZero, LoadA, LoadB, MmaSync, Store, WgmmaMma, WgmmaFence, WgmmaCommit, WgmmaWait };
 
 inline bool is_fragment(MemScope s) {
-  return s == MemScope::MatrixA || s == MemScope::MatrixB || s == MemScope::Accumulator;
+  return s == MemScope::MatrixA || s == MemScope::MatrixB || s == MemScope::Accumulator ||
+         s == MemScope::WgAccumulator;
+}
+inline bool is_warpgroup_op(MatrixOpKind k) {
+  return k == MatrixOpKind::WgmmaMma || k == MatrixOpKind::WgmmaFence || k == MatrixOpKind::WgmmaCommit ||
+         k == MatrixOpKind::WgmmaWait;
 }
 
 // Elements on each side of a tensor-core tile (m16n16k16).
@@ -89,6 +112,7 @@ struct StmtNode {
   std::string thread_tag;
   int pragma_unroll_max_step = 0;
   bool double_buffer = false;
+  int pipeline_stages = 2;  // with double_buffer
   // Provide / Store / Allocate / Prefetch: tensor or buffer name
   std::string buffer;
   std::vector<Expr> indices;  // Provide: N-d; Store, Prefetch: one flat index
@@ -98,6 +122,7 @@ struct StmtNode {
   DType dtype = DType::Float32;
   std::vector<int64_t> extents;
   MemScope scope = MemScope::Global;
+  int64_t swizzle_rows = 0, swizzle_cols = 0;  // a swizzled shared tile (see above)
   // IfThenElse
   Expr cond;
   // AllReduce (also uses buffer, indices, thread_tag, extent)
@@ -120,12 +145,15 @@ Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt make_seq(std::vector<Stmt> stmts);  // flattens nested Seqs; one child returns the child
 Stmt make_barrier();
 Stmt make_commit_copies(int64_t wait_groups);  // -1: commit only
+Stmt make_wait_copies(int64_t wait_groups);    // wait, no commit
 Stmt make_prefetch(const std::string& buffer, Expr index, int64_t elements);
 Stmt make_allreduce(const std::string& buffer, std::vector<Expr> indices, ExprOp combiner,
                     const std::string& thread_tag, int64_t threads);
 
 Stmt make_matrix(MatrixOpKind kind, std::vector<MatrixOperand> operands, const std::string& row_var = "",
                  const std::string& col_var = "");
+// WgmmaFence, WgmmaCommit, and WgmmaWait allowing `pending` groups still running.
+Stmt make_warpgroup_sync(MatrixOpKind kind, int64_t pending = 0);
 // The buffers a Matrix statement reads (every operand but the destination; MmaSync also reads its
 // accumulator).
 std::vector<std::string> matrix_reads(const StmtNode& s);

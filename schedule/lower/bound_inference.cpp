@@ -186,7 +186,8 @@ bool within(const StageInfoMap& infos, const std::string& stage, const std::stri
   return false;
 }
 
-// See StageInfo::padded: a fragment, a copy out of an accumulator, or a tensor a fragment loads.
+// See StageInfo::padded: a fragment, a copy out of an accumulator (or a warpgroup accumulator's
+// tensorized reader), or a tensor a fragment loads (or a warpgroup product reads).
 void mark_padded(const State& state, StageInfoMap& infos) {
   for (auto& [name, info] : infos) {
     const Operation& op = state.op(name);
@@ -195,10 +196,16 @@ void mark_padded(const State& state, StageInfoMap& infos) {
       int i = state.stage_index(op.body->name);
       copy_of_accumulator = i >= 0 && state.stages()[i].scope == MemScope::Accumulator;
     }
+    // A tensorized reader of a warpgroup accumulator covers its tiles whole (its stores guarded).
+    if (op.reduce == ReduceKind::None && !info.stage.tensorize_loop.empty())
+      for (const std::string& t : tensors_read(info.body)) {  // inlined stages substituted
+        int i = state.stage_index(t);
+        copy_of_accumulator |= i >= 0 && state.stages()[i].scope == MemScope::WgAccumulator;
+      }
     bool loaded = false;
     for (const std::string& reader : state.consumers(name)) {
       MemScope scope = state.stage(reader).scope;
-      loaded |= scope == MemScope::MatrixA || scope == MemScope::MatrixB;
+      loaded |= scope == MemScope::MatrixA || scope == MemScope::MatrixB || scope == MemScope::WgAccumulator;
     }
     info.padded = is_fragment(info.stage.scope) || copy_of_accumulator || loaded;
     info.zero_fill = loaded;

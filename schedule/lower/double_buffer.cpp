@@ -106,6 +106,12 @@ class DoubleBuffer {
       (fill ? fills : work).push_back(item);
     }
     if (fills.empty() || work.empty()) return nullptr;
+    const int stages = loop->pipeline_stages;
+    // Warpgroup products end each iteration's work waiting for their group; pipelined, one group
+    // may run on into the next iteration, so a tile's copy is refilled two iterations later.
+    const Stmt& last = work.back();
+    const bool async_work = stages > 2 && last->op == StmtOp::Matrix && last->matrix_op == MatrixOpKind::WgmmaWait;
+    if (stages > 2 || async_work) return pipeline(loop, *n, tiles, allocs, fills, work, stages, async_work);
 
     const Expr t = make_var(loop->var);
     auto fill_for = [&](const Expr& iteration) {
@@ -121,13 +127,73 @@ class DoubleBuffer {
     Stmt new_loop = make_for(loop->var, loop->min, loop->extent, loop->for_kind, iteration, loop->thread_tag,
                              loop->pragma_unroll_max_step);
     Stmt out = make_seq({fill_for(make_int(0)), make_commit_copies(-1), new_loop});
-    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
-      StmtNode a = *make_allocate((*it)->buffer, (*it)->dtype, {2 * tiles.at((*it)->buffer).elements},
-                                  MemScope::Shared, out);
-      a.double_buffer = true;  // its fills become asynchronous copies where they can (mark_async_copies)
-      out = std::make_shared<const StmtNode>(std::move(a));
+    return with_copies(out, allocs, tiles, 2);
+  }
+
+  // `stages` copies of each tile, fetched `ahead` iterations before their work:
+  //
+  //     for p < ahead: fill for iteration p into copy p (if p < n); commit
+  //     for t < n - ahead: wait until iteration t's copies have landed; barrier
+  //                        fill for t + ahead into copy (t + ahead) % stages; commit
+  //                        work on copy t % stages
+  //     for the last `ahead` t: the same without the fill (an empty group keeps the count)
+  //
+  // The copy refilled at iteration t was last read by iteration t + ahead - stages, which every
+  // thread has finished by the barrier: with synchronous work ahead = stages - 1; with warpgroup
+  // products, whose last group may still run, ahead = stages - 2 and each iteration waits for all
+  // but its own group (all of them after the loop). The steady loop's fills are unconditional, so
+  // the guards of its tiles' edges fold away where the tiles divide the reduction.
+  Stmt pipeline(const Stmt& loop, int64_t n, const std::map<std::string, Tile>& tiles,
+                const std::vector<const StmtNode*>& allocs, const std::vector<Stmt>& fills, std::vector<Stmt> work,
+                int stages, bool async_work) {
+    const int64_t ahead = async_work ? stages - 2 : stages - 1;
+    const Expr t = make_var(loop->var);
+    auto fill_for = [&](const Expr& iteration) {
+      Stmt f = rewrite(make_seq(fills), [&](const Expr& e) -> Expr {
+        return e->op == ExprOp::Var && e->name == loop->var ? iteration : nullptr;
+      }, nullptr);
+      return offset_tiles(f, tiles, simplify_expr(iteration % make_int(stages)));
+    };
+    std::vector<Stmt> out;
+    for (int64_t p = 0; p < ahead; ++p) {
+      if (p < n) out.push_back(fill_for(make_int(p)));
+      out.push_back(make_commit_copies(-1));
     }
-    return out;
+    if (async_work) work.back() = make_warpgroup_sync(MatrixOpKind::WgmmaWait, 1);
+    auto iteration = [&](const Expr& at, bool fill) {
+      std::vector<Stmt> body{make_wait_copies(ahead - 1), make_barrier()};
+      if (fill) body.push_back(fill_for(at + make_int(ahead)));
+      body.push_back(make_commit_copies(-1));
+      Stmt w = rewrite(make_seq(work), [&](const Expr& e) -> Expr {  // the tail counts from n - ahead
+        return e->op == ExprOp::Var && e->name == loop->var ? at : nullptr;
+      }, nullptr);
+      body.push_back(offset_tiles(w, tiles, simplify_expr(at % make_int(stages))));
+      return make_seq(body);
+    };
+    auto loop_over = [&](const std::string& var, int64_t extent, Stmt body) {
+      StmtNode l = *make_for(var, make_int(0), make_int(extent), loop->for_kind, std::move(body), loop->thread_tag,
+                             loop->pragma_unroll_max_step);
+      return std::make_shared<const StmtNode>(std::move(l));
+    };
+    const int64_t steady = std::max<int64_t>(n - ahead, 0);
+    if (steady > 0) out.push_back(loop_over(loop->var, steady, iteration(t, true)));
+    const std::string tail_var = loop->var + ".tail";
+    out.push_back(loop_over(tail_var, n - steady, iteration(make_var(tail_var) + make_int(steady), false)));
+    if (async_work) out.push_back(make_warpgroup_sync(MatrixOpKind::WgmmaWait, 0));
+    return with_copies(make_seq(out), allocs, tiles, stages);
+  }
+
+  // The tiles' allocations around `body`, each with `copies` copies.
+  static Stmt with_copies(Stmt body, const std::vector<const StmtNode*>& allocs,
+                          const std::map<std::string, Tile>& tiles, int copies) {
+    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+      StmtNode a = **it;
+      a.extents = {copies * tiles.at((*it)->buffer).elements};
+      a.body = {body};
+      a.double_buffer = true;  // its fills become asynchronous copies where they can (mark_async_copies)
+      body = std::make_shared<const StmtNode>(std::move(a));
+    }
+    return body;
   }
 
 };

@@ -7,6 +7,8 @@
 //            commit; wait for iteration t's copies; barrier
 //            work on copy t % 2; barrier
 //
+// With more copies (pipeline_stages), the fills run further ahead (see `pipeline` in the source);
+// warpgroup products then keep one group of products running across iterations.
 // Fills that copy a 4-, 8- or 16-byte aligned run of global memory unchanged become asynchronous
 // copies (cp.async, see mark_async_copies); others (the zero-filled edges of a tile) plain stores.
 #pragma once

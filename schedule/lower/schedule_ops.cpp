@@ -5,6 +5,7 @@
 
 #include "schedule/lower/arith.h"
 #include "schedule/lower/inject_predicates.h"
+#include "schedule/ir/warpgroup.h"
 #include "schedule/lower/prefetch.h"
 #include "schedule/te/error.h"
 
@@ -20,6 +21,33 @@ ForKind for_kind(Annotation a) {
     case Annotation::Unroll: return ForKind::Unrolled;
     default: return ForKind::ThreadBound;
   }
+}
+
+// An index with the tile variables at 0: the tile's first element.
+std::vector<Expr> at_origin(std::vector<Expr> idx, const std::vector<std::string>& tile_vars) {
+  for (Expr& e : idx) {
+    for (const std::string& v : tile_vars) e = substitute(e, v, make_int(0));
+    e = simplify_expr(e);
+  }
+  return idx;
+}
+
+// How an index moves with tile variable `var` (the others at 0): a constant, else nullopt.
+std::optional<int64_t> slope(const Expr& e, const std::string& var, const std::vector<std::string>& tile_vars) {
+  Expr at0 = e, at1 = e;
+  for (const std::string& v : tile_vars) {
+    at0 = substitute(at0, v, make_int(0));
+    at1 = substitute(at1, v, make_int(v == var ? 1 : 0));
+  }
+  Expr d = simplify_expr(at1 - at0);
+  const int64_t* c = as_int(d);
+  return c ? std::optional<int64_t>(*c) : std::nullopt;
+}
+
+// The first unit, among `e`'s reads of a float32 operand (maybe through a cast), of each tensor.
+const ExprNode* operand_read(const Expr& e) {
+  const Expr& r = e->op == ExprOp::Cast && e->type.dtype == DType::Float32 ? e->args[0] : e;
+  return r->op == ExprOp::TensorRead ? r.get() : nullptr;
 }
 
 Stmt guard(const std::vector<Expr>& conds, Stmt body) {
@@ -112,6 +140,7 @@ class NestBuilder {
     if (s.double_buffer_loop != v.name) return loop;
     StmtNode marked = *loop;
     marked.double_buffer = true;
+    marked.pipeline_stages = s.pipeline_stages;
     return std::make_shared<const StmtNode>(std::move(marked));
   }
 
@@ -194,6 +223,8 @@ class NestBuilder {
   // update goes). A tile is computed whole: its operands are zero past their tensors' ends.
   Stmt build_matrix_stage(const StageInfo& info, const Operation& op) {
     const Stage& s = info.stage;
+    if (s.scope == MemScope::WgAccumulator) return build_warpgroup_product(info, op);
+    if (op.reduce == ReduceKind::None && reads_wg_accumulator(info.body)) return build_warpgroup_epilogue(info, op);
     const std::string step = "tensorize(" + s.name + ", " + s.tensorize_loop + ")";
     auto fail = [&](const std::string& why) -> Stmt { throw ScheduleError(-1, step, why); };
     const int tpos = s.leaf_position(s.tensorize_loop);
@@ -214,43 +245,10 @@ class NestBuilder {
     std::vector<Expr> index;
     stage_body(info, op, values, body, index);
 
-    auto at_origin = [&](std::vector<Expr> idx) {
-      for (Expr& e : idx) {
-        for (const std::string& v : tile_vars) e = substitute(e, v, make_int(0));
-        e = simplify_expr(e);
-      }
-      return idx;
-    };
-    // How an index moves with tile variable `var` (the others at 0): a constant, else nullopt.
-    auto slope = [&](const Expr& e, const std::string& var) -> std::optional<int64_t> {
-      Expr at0 = e, at1 = e;
-      for (const std::string& v : tile_vars) {
-        at0 = substitute(at0, v, make_int(0));
-        at1 = substitute(at1, v, make_int(v == var ? 1 : 0));
-      }
-      Expr d = simplify_expr(at1 - at0);
-      const int64_t* c = as_int(d);
-      return c ? std::optional<int64_t>(*c) : std::nullopt;
-    };
-    // A fragment is indexed by tile: its last two dimensions run along `rows` and `cols` (tile
-    // variables) with unit steps, every other dimension is fixed within the tile.
+    auto at_origin = [&](std::vector<Expr> idx) { return tessel::at_origin(std::move(idx), tile_vars); };
+    auto slope = [&](const Expr& e, const std::string& var) { return tessel::slope(e, var, tile_vars); };
     auto check_fragment = [&](const std::string& buffer, const std::vector<Expr>& idx, const std::string& rows,
-                              const std::string& cols) {
-      const size_t rank = idx.size();
-      if (rank < 2) fail("fragment " + buffer + " needs two dimensions");
-      for (size_t d = 0; d < rank; ++d)
-        for (const std::string& v : tile_vars) {
-          int64_t want = d == rank - 2 && v == rows ? 1 : d == rank - 1 && v == cols ? 1 : 0;
-          if (slope(idx[d], v) != want)
-            fail("fragment " + buffer + " must be read and written along its last two dimensions, one tile " +
-                 "loop each (rows, then columns); dimension " + std::to_string(d) + " is indexed by " +
-                 to_string(idx[d]));
-        }
-    };
-    auto scope_of = [&](const std::string& tensor) {
-      int i = state_.stage_index(tensor);
-      return i < 0 ? MemScope::Global : state_.stages()[i].scope;
-    };
+                              const std::string& cols) { check_tile_access(step, buffer, idx, rows, cols, tile_vars); };
 
     if (!product) {
       if (body->op != ExprOp::TensorRead) fail(s.name + " is not a copy");
@@ -289,12 +287,8 @@ class NestBuilder {
     // acc[.., i, j] += float(a[.., i, k]) * float(b[.., k, j]) (either operand order, casts optional).
     if (s.scope != MemScope::Accumulator) fail(s.name + " must be in the accumulator scope");
     const std::string &rows = tile_vars[0], &cols = tile_vars[1], &red = tile_vars[2];
-    auto operand = [&](const Expr& e) -> const ExprNode* {
-      const Expr& r = e->op == ExprOp::Cast && e->type.dtype == DType::Float32 ? e->args[0] : e;
-      return r->op == ExprOp::TensorRead ? r.get() : nullptr;
-    };
-    const ExprNode *x = body->op == ExprOp::Mul ? operand(body->args[0]) : nullptr;
-    const ExprNode *y = body->op == ExprOp::Mul ? operand(body->args[1]) : nullptr;
+    const ExprNode *x = body->op == ExprOp::Mul ? operand_read(body->args[0]) : nullptr;
+    const ExprNode *y = body->op == ExprOp::Mul ? operand_read(body->args[1]) : nullptr;
     if (!x || !y) fail(s.name + " is not a sum of products of two tensors");
     if (scope_of(x->name) == MemScope::MatrixB) std::swap(x, y);
     if (scope_of(x->name) != MemScope::MatrixA || scope_of(y->name) != MemScope::MatrixB)
@@ -319,12 +313,208 @@ class NestBuilder {
     if (first_reduce > tpos) return wrap_outer(info, body, tpos, make_seq({fill, mma}));
     Stmt nest = mma;
     for (int p = tpos - 1; p >= first_reduce; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
-    Stmt init_nest = fill;
+    return init_then_reduce(info, body, first_reduce, tpos, fill, nest);
+  }
+
+  // `fill` in the spatial loops of [first_reduce, tpos) (a tile's initialization), then
+  // `reduction` (the loops from first_reduce inward), inside the loops outside first_reduce.
+  Stmt init_then_reduce(const StageInfo& info, const Expr& body, int first_reduce, int tpos, Stmt fill,
+                        Stmt reduction) {
+    Stmt init_nest = std::move(fill);
     for (int p = tpos - 1; p >= first_reduce; --p)
-      if (s.leaf(p).kind == IterKind::Spatial) init_nest = make_loop(info, p, init_nest);
-    nest = make_seq({init_nest, nest});
+      if (info.stage.leaf(p).kind == IterKind::Spatial) init_nest = make_loop(info, p, init_nest);
+    Stmt nest = make_seq({init_nest, std::move(reduction)});
     for (int p = first_reduce - 1; p >= 0; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
     return nest;
+  }
+
+  MemScope scope_of(const std::string& tensor) const {
+    int i = state_.stage_index(tensor);
+    return i < 0 ? MemScope::Global : state_.stages()[i].scope;
+  }
+
+  bool reads_wg_accumulator(const Expr& e) const {
+    for (const std::string& t : tensors_read(e))
+      if (scope_of(t) == MemScope::WgAccumulator) return true;
+    return false;
+  }
+
+  // A tile is indexed along its last two dimensions, `rows` then `cols` (tile variables) with unit
+  // steps, every other dimension fixed within the tile.
+  static void check_tile_access(const std::string& step, const std::string& buffer, const std::vector<Expr>& idx,
+                                const std::string& rows, const std::string& cols,
+                                const std::vector<std::string>& tile_vars) {
+    const size_t rank = idx.size();
+    if (rank < 2) throw ScheduleError(-1, step, "fragment " + buffer + " needs two dimensions");
+    for (size_t d = 0; d < rank; ++d)
+      for (const std::string& v : tile_vars) {
+        int64_t want = d == rank - 2 && v == rows ? 1 : d == rank - 1 && v == cols ? 1 : 0;
+        if (slope(idx[d], v, tile_vars) != want)
+          throw ScheduleError(-1, step,
+                              "fragment " + buffer + " must be read and written along its last two dimensions, one " +
+                                  "tile loop each (rows, then columns); dimension " + std::to_string(d) +
+                                  " is indexed by " + to_string(idx[d]));
+      }
+  }
+
+  // `e` with the variables of the stage's loops of extent 1 at 0 (the loops that bound inference
+  // left with one iteration): a warpgroup tile's origin must be seen to be a multiple of its size.
+  static Expr without_unit_loops(Expr e, const StageInfo& info) {
+    for (size_t i = 0; i < info.stage.leaves.size(); ++i)
+      if (info.stage.leaf(static_cast<int>(i)).extent == 1) e = substitute(e, info.leaf_names[i], make_int(0));
+    return simplify_expr(e);
+  }
+
+  // A warpgroup accumulator (of region `extents`) is indexed along its flattened rows by `rows` and
+  // its last dimension by `cols`, one unit each.
+  static void check_warpgroup_access(const std::string& step, const std::string& buffer, const std::vector<Expr>& idx,
+                                     const std::vector<int64_t>& extents, const std::string& rows,
+                                     const std::string& cols, const std::vector<std::string>& tile_vars) {
+    const Expr row = simplify_expr(wg_flat_row(idx, extents));
+    for (const std::string& v : tile_vars)
+      if (slope(row, v, tile_vars) != (v == rows ? 1 : 0) || slope(idx.back(), v, tile_vars) != (v == cols ? 1 : 0))
+        throw ScheduleError(-1, step, "warpgroup accumulator " + buffer + " must be read and written along its rows " +
+                                          "and its last dimension, one tile loop each; it is read at row " +
+                                          to_string(row) + ", column " + to_string(idx.back()));
+  }
+
+  // The tile loops of a warpgroup stage (64 rows, then N columns, then for a product 16 of the
+  // reduction), checked once bound inference has fixed their extents.
+  std::vector<std::string> warpgroup_tile(const StageInfo& info, size_t loops, const std::string& step) const {
+    const Stage& s = info.stage;
+    const int tpos = s.leaf_position(s.tensorize_loop);
+    if (tpos < 0 || s.leaves.size() - tpos != loops)
+      throw ScheduleError(-1, step, "the tile must be the innermost " + std::to_string(loops) + " loops of " + s.name);
+    std::vector<std::string> vars;
+    for (size_t i = tpos; i < s.leaves.size(); ++i) {
+      const IterVar& v = s.leaf(static_cast<int>(i));
+      const size_t k = i - tpos;
+      const bool ok = k == 0   ? v.extent == kWarpgroupTileRows
+                      : k == 1 ? v.extent >= 8 && v.extent <= kWarpgroupMaxCols && v.extent % 8 == 0
+                               : v.extent == kWarpgroupTileK;
+      if (!ok)
+        throw ScheduleError(-1, step, "loop '" + v.name + "' of " + s.name + " has extent " + std::to_string(v.extent) +
+                                          " once its region is known; a warpgroup tile is 64 rows, 8 to 256 columns " +
+                                          "(a multiple of 8) and 16 of the reduction");
+      vars.push_back(info.leaf_names[i]);
+    }
+    return vars;
+  }
+
+  // acc[.., i, j] += float(a[.., i, k]) * float(b[.., k, j]) over one warpgroup's 64 x N tile: the
+  // operands are swizzled shared tiles; the accumulator is zeroed where its initialization goes and
+  // the products of each iteration of the outermost reduction loop are one group of asynchronous
+  // operations, waited for at its end (the pipelining pass lets one group run on).
+  Stmt build_warpgroup_product(const StageInfo& info, const Operation& op) {
+    const Stage& s = info.stage;
+    const std::string step = "tensorize(" + s.name + ", " + s.tensorize_loop + ")";
+    auto fail = [&](const std::string& why) -> Stmt { throw ScheduleError(-1, step, why); };
+    if (op.reduce != ReduceKind::Sum) fail(s.name + " is not a sum of products");
+    const std::vector<std::string> tile = warpgroup_tile(info, 3, step);
+    const std::string &rows = tile[0], &cols = tile[1], &red = tile[2];
+    const int tpos = s.leaf_position(s.tensorize_loop);
+    std::vector<Expr> values = var_values(s, info.leaf_names);
+    Expr body;
+    std::vector<Expr> index;
+    stage_body(info, op, values, body, index);
+    const ExprNode* x = body->op == ExprOp::Mul ? operand_read(body->args[0]) : nullptr;
+    const ExprNode* y = body->op == ExprOp::Mul ? operand_read(body->args[1]) : nullptr;
+    if (!x || !y) fail(s.name + " is not a sum of products of two tensors");
+    auto moves_with = [&](const ExprNode* r, const std::string& v) {
+      for (const Expr& i : r->args)
+        if (slope(i, v, tile) != 0) return true;
+      return false;
+    };
+    if (moves_with(x, cols)) std::swap(x, y);  // x: a (rows by k), y: b (k by columns)
+    if (moves_with(x, cols) || moves_with(y, rows))
+      fail("the product of " + s.name + " must read one operand along its rows and one along its columns");
+    for (const ExprNode* r : {x, y}) {
+      if (scope_of(r->name) != MemScope::Shared || !state_.stage(r->name).swizzle)
+        fail("a warpgroup product reads its operands from swizzled shared tiles; stage " + r->name +
+             " in shared memory with cache_read and storage_swizzle");
+    }
+    if (state_.op(x->name).dtype != state_.op(y->name).dtype || !Type{state_.op(x->name).dtype, 1}.is_half())
+      fail("tensor-core operands are float16 or bfloat16, both of one type");
+    {
+      const std::vector<int64_t>& region = info.root_extent;
+      check_warpgroup_access(step, s.name, index, std::vector<int64_t>(region.begin(), region.begin() + index.size()),
+                             rows, cols, tile);
+    }
+    // Both memory operands in the statement's tile variables: a as (rows, red), b as (red, cols)
+    // renamed to (rows, red), so that flattening reads each as (its first, its second) dimension.
+    std::vector<Expr> b_idx;
+    for (const Expr& e : y->args) {
+      Expr t = substitute(e, rows, make_var(rows + ".tmp"));
+      t = substitute(substitute(t, red, make_var(rows)), cols, make_var(red));
+      b_idx.push_back(simplify_expr(substitute(t, rows + ".tmp", make_int(0))));
+    }
+    std::vector<Expr> acc_origin = at_origin(index, tile);
+    for (Expr& e : acc_origin) e = without_unit_loops(e, info);
+    MatrixOperand acc{s.name, acc_origin}, a{x->name, x->args}, b{y->name, b_idx};
+    Stmt mma = make_matrix(MatrixOpKind::WgmmaMma, {acc, a, b}, rows, red);
+    Stmt fill = make_matrix(MatrixOpKind::FillZero, {acc});
+    auto group = [](Stmt products) {
+      return make_seq({make_warpgroup_sync(MatrixOpKind::WgmmaFence), std::move(products),
+                       make_warpgroup_sync(MatrixOpKind::WgmmaCommit), make_warpgroup_sync(MatrixOpKind::WgmmaWait, 0)});
+    };
+    int first_reduce = tpos;
+    for (int p = 0; p < tpos; ++p)
+      if (s.leaf(p).kind == IterKind::Reduce) {
+        first_reduce = p;
+        break;
+      }
+    if (first_reduce == tpos) return wrap_outer(info, body, tpos, make_seq({fill, group(mma)}));
+    Stmt nest = mma;
+    for (int p = tpos - 1; p > first_reduce; --p) nest = make_loop(info, p, loop_body(info, body, p, nest));
+    nest = make_loop(info, first_reduce, loop_body(info, body, first_reduce, group(nest)));
+    return init_then_reduce(info, body, first_reduce, tpos, fill, nest);
+  }
+
+  // A stage reading warpgroup accumulators over a 64 x N tile of them: each of the warpgroup's 128
+  // threads (a loop bound to threadIdx.x) computes the elements it holds, register by register
+  // (an unrolled loop over pairs of registers, each pair two adjacent columns: a vector of two),
+  // each read of an accumulator a read of that register.
+  Stmt build_warpgroup_epilogue(const StageInfo& info, const Operation& op) {
+    const Stage& s = info.stage;
+    const std::string step = "tensorize(" + s.name + ", " + s.tensorize_loop + ")";
+    const std::vector<std::string> tile = warpgroup_tile(info, 2, step);
+    const std::string &rows = tile[0], &cols = tile[1];
+    const int tpos = s.leaf_position(s.tensorize_loop);
+    const int64_t n = s.leaf(tpos + 1).extent;
+    std::vector<Expr> values = var_values(s, info.leaf_names);
+    Expr body;
+    std::vector<Expr> index;
+    stage_body(info, op, values, body, index);
+    const std::string t_var = rows + ".thread", pair_var = rows + ".pair", lane_var = rows + ".lane";
+    const Expr t = make_var(t_var), q = make_var(pair_var) * make_int(2) + make_var(lane_var);
+    body = rewrite(body, [&](const Expr& e) -> Expr {
+      if (e->op != ExprOp::TensorRead || scope_of(e->name) != MemScope::WgAccumulator) return nullptr;
+      const std::vector<int64_t>& region = infos_.at(e->name).root_extent;
+      std::vector<int64_t> extents(region.begin(), region.begin() + static_cast<long>(e->args.size()));
+      check_warpgroup_access(step, e->name, e->args, extents, rows, cols, tile);
+      std::vector<Expr> origin = at_origin(e->args, tile);
+      for (Expr& o : origin) o = without_unit_loops(o, info);
+      if (extents.back() != n || !is_int_value(origin.back(), 0))
+        throw ScheduleError(-1, step, "each 64-row tile of " + e->name + " spans its " +
+                                          std::to_string(extents.back()) + " columns; " + s.name + " reads " +
+                                          std::to_string(n) + " of them at a time");
+      const Expr row = simplify_expr(wg_flat_row(origin, extents));
+      if (!is_multiple_of(row, kWarpgroupTileRows))
+        throw ScheduleError(-1, step, s.name + " reads " + e->name + " from row " + to_string(row) +
+                                          ", not the start of a 64-row tile");
+      return make_load(e->name, simplify_expr(wg_register_base(origin, extents) + q), e->type);
+    });
+    auto place = [&](const Expr& e) {
+      return simplify_expr(substitute(substitute(e, rows, wg_accumulator_row(t, q)), cols, wg_accumulator_col(t, q)));
+    };
+    body = place(body);
+    for (Expr& i : index) i = place(i);
+    for (Expr& v : values) v = place(v);
+    Stmt store = guard(stage_predicates(info, op.shape, values, false), make_provide(s.name, index, body));
+    Stmt walk = make_for(lane_var, make_int(0), make_int(2), ForKind::Vectorized, store);
+    walk = make_for(pair_var, make_int(0), make_int(n / 4), ForKind::Unrolled, walk);
+    walk = make_for(t_var, make_int(0), make_int(kWarpgroupThreads), ForKind::ThreadBound, walk, "threadIdx.x");
+    return wrap_outer(info, body, tpos, walk);
   }
 
   // `inner` inside the stage's loops [0, position).

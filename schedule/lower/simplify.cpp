@@ -69,7 +69,9 @@ Stmt run(const Stmt& s, VarRanges& ranges) {
       std::vector<MatrixOperand> ops = s->operands;
       for (MatrixOperand& o : ops)
         for (Expr& i : o.indices) i = simp(i);
-      return make_matrix(s->matrix_op, ops, s->var, s->col_var);
+      StmtNode m = *s;
+      m.operands = ops;
+      return std::make_shared<const StmtNode>(std::move(m));
     }
   }
   return s;

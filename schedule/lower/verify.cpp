@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "schedule/ir/warpgroup.h"
 #include "schedule/te/error.h"
 #include "schedule/te/tensor_size.h"
 
@@ -37,7 +38,8 @@ class Verifier {
         return;
       case StmtOp::Allocate:
         if (!buffers_.insert(s->buffer).second) fail("buffer " + s->buffer + " is allocated twice");
-        if (is_fragment(s->scope)) fragments_.insert(s->buffer);
+        // A warpgroup accumulator's registers are read one by one by the thread holding them.
+        if (is_fragment(s->scope) && s->scope != MemScope::WgAccumulator) fragments_.insert(s->buffer);
         run(s->body[0]);
         buffers_.erase(s->buffer);
         fragments_.erase(s->buffer);
@@ -144,19 +146,28 @@ class KernelChecker {
         if (s->thread_tag == "threadIdx.x") --lane_loops_;
         return;
       }
-      case StmtOp::Matrix:
-        // Warp-collective: all 32 lanes of threadIdx.x run it together.
+      case StmtOp::Matrix: {
+        // Warp-collective: all 32 lanes of threadIdx.x run it together (a warpgroup's 128).
+        const bool warpgroup = is_warpgroup_op(s->matrix_op) || (s->matrix_op == MatrixOpKind::FillZero &&
+                                                                 wg_accumulators_.count(s->operands[0].buffer));
         if (lane_loops_ > 0)
-          fail("tensorize", "a tensor-core operation runs on a whole warp; it cannot sit inside a loop bound to "
-                            "threadIdx.x (bind warps to threadIdx.y / threadIdx.z)");
-        has_matrix_ = true;
+          fail("tensorize", std::string("a tensor-core operation runs on a whole ") + (warpgroup ? "warpgroup" : "warp") +
+                                "; it cannot sit inside a loop bound to threadIdx.x (bind " +
+                                (warpgroup ? "warpgroups" : "warps") + " to threadIdx.y / threadIdx.z)");
+        (warpgroup ? has_warpgroup_ : has_matrix_) = true;
         return;
+      }
       case StmtOp::Allocate:
         if (s->scope == MemScope::Global)
           fail("set_scope(" + s->buffer + ")", "stage " + s->buffer +
                                                    " is in global memory but computed inside a GPU kernel; give it the " +
                                                    "shared or local scope, or compute it at the root");
-        if (s->scope == MemScope::Shared) shared_bytes_ += shared_allocation_bytes(s->dtype, s->extents);
+        if (s->scope == MemScope::Shared) {
+          shared_bytes_ = shared_allocation_start(shared_bytes_, s->swizzle_cols > 0) +
+                          shared_allocation_bytes(s->dtype, s->extents, s->swizzle_cols > 0);
+          swizzled_ |= s->swizzle_cols > 0;
+        }
+        if (s->scope == MemScope::WgAccumulator) wg_accumulators_.insert(s->buffer);
         run(s->body[0], under_thread_condition);
         return;
       case StmtOp::IfThenElse: {
@@ -196,10 +207,15 @@ class KernelChecker {
         fail("bind blockIdx." + std::string(dims[d]), "grid dimension " + std::string(dims[d]) + " is " +
                  std::to_string(b->second) + ", over the device limit " + std::to_string(limits_.max_grid[d]));
     }
-    if (has_matrix_) {
+    if (has_matrix_ && has_warpgroup_)
+      fail("tensorize", "a kernel runs either warp (wmma) or warpgroup (wgmma) tensor-core operations, not both");
+    if (has_matrix_ || has_warpgroup_) {
       auto x = extents_.find("threadIdx.x");
-      if (x == extents_.end() || x->second != 32)
-        fail("tensorize", "a kernel with tensor-core operations needs threadIdx.x = 32 (one warp's lanes), not " +
+      const int64_t want = has_matrix_ ? 32 : kWarpgroupThreads;
+      if (x == extents_.end() || x->second != want)
+        fail("tensorize", "a kernel with " + std::string(has_matrix_ ? "warp" : "warpgroup") +
+                              " tensor-core operations needs threadIdx.x = " + std::to_string(want) + " (one " +
+                              (has_matrix_ ? "warp's lanes" : "warpgroup's threads") + "), not " +
                               (x == extents_.end() ? std::string("unbound") : std::to_string(x->second)));
     }
     for (const StmtNode* r : allreduces_) {
@@ -226,7 +242,8 @@ class KernelChecker {
         if (auto t = extents_.find(d); t != extents_.end()) rows *= t->second;
       combine_bytes += warp_combine_bytes(*as_int(r->extent), rows);
     }
-    const int64_t shared_bytes = shared_bytes_ + combine_bytes;
+    // Swizzled tiles need 1024-byte alignment, which the start of dynamic shared memory may lack.
+    const int64_t shared_bytes = shared_bytes_ + combine_bytes + (swizzled_ ? kSwizzleAlignment : 0);
     if (shared_bytes > limits_.max_shared_bytes)
       fail("cache_read shared",
            "the kernel needs " + std::to_string(shared_bytes) + " bytes of shared memory" +
@@ -244,13 +261,19 @@ class KernelChecker {
   std::vector<const StmtNode*> allreduces_;
   int64_t shared_bytes_ = 0;
   int lane_loops_ = 0;
-  bool has_matrix_ = false;
+  bool has_matrix_ = false, has_warpgroup_ = false, swizzled_ = false;
+  std::set<std::string> wg_accumulators_;
 };
 
 }  // namespace
 
-int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents) {
-  constexpr int64_t kAlignment = 32;  // tensor-core tiles start 32-byte aligned
+int64_t shared_allocation_start(int64_t used, bool swizzled) {
+  return swizzled ? (used + kSwizzleAlignment - 1) / kSwizzleAlignment * kSwizzleAlignment : used;
+}
+
+int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents, bool swizzled) {
+  // Tensor-core tiles start 32-byte aligned, swizzled ones 1024-byte aligned.
+  const int64_t kAlignment = swizzled ? kSwizzleAlignment : 32;
   int64_t elements = 1;
   for (int64_t e : extents) elements *= std::max<int64_t>(e, 0);
   const int64_t size = dtype_bytes(dtype);

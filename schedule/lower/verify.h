@@ -34,7 +34,9 @@ void verify_lowered(const LoweredFunc& func, LowerTarget target, const GpuLimits
 // Bytes of shared memory one GPU allocation takes, as the CUDA printer lays it out: its elements
 // (at least one), rounded up to 16 bytes. The verifier counts with it, so that its total and the
 // kernel's agree.
-int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents);
+int64_t shared_allocation_bytes(DType dtype, const std::vector<int64_t>& extents, bool swizzled = false);
+// Where the next shared allocation starts after `used` bytes: swizzled tiles at a multiple of 1024.
+int64_t shared_allocation_start(int64_t used, bool swizzled);
 // The static array a reduction across `threads` threads (whole warps when over 32) of `rows` rows
 // of the block uses to combine its warps' values: none for a single warp.
 int64_t warp_combine_bytes(int64_t threads, int64_t rows);

@@ -49,10 +49,19 @@ void apply_pragma(State& state, const Step& step) {
   if (step.pragma == "double_buffer") {
     if (step.value != 0 && step.value != 1) reject("double_buffer is 1 (on) or 0 (off)");
     s.double_buffer_loop = step.value ? step.loop : "";
+    s.pipeline_stages = 2;
+    return;
+  }
+  if (step.pragma == "pipeline_stages") {
+    if (step.value < 2 || step.value > kMaxPipelineStages)
+      reject("pipeline_stages is 2 to " + std::to_string(kMaxPipelineStages) + " copies of the loop's shared tiles, not " +
+             std::to_string(step.value));
+    s.double_buffer_loop = step.loop;
+    s.pipeline_stages = static_cast<int>(step.value);
     return;
   }
   if (step.pragma != "auto_unroll_max_step")
-    reject("unknown pragma '" + step.pragma + "' (auto_unroll_max_step, double_buffer)");
+    reject("unknown pragma '" + step.pragma + "' (auto_unroll_max_step, double_buffer, pipeline_stages)");
   if (step.value < 0) reject("auto_unroll_max_step must not be negative");
   if (step.value > kMaxAutoUnrollStep)
     reject("auto_unroll_max_step " + std::to_string(step.value) + " is beyond the limit of " +
@@ -72,7 +81,21 @@ void apply_storage_align(State& state, const Step& step) {
     reject("alignment factor " + std::to_string(step.value) + " is beyond the limit of " +
            std::to_string(kMaxStorageAlignFactor) + " elements");
   if (step.offset < 0 || step.offset >= step.value) reject("offset must be in [0, factor)");
+  if (s.swizzle) reject("stage " + s.name + " is swizzled; its rows cannot also be padded");
   s.storage_align.push_back(StorageAlign{step.axis, step.value, step.offset});
+}
+
+void apply_storage_swizzle(State& state, const Step& step) {
+  Stage& s = schedulable_stage(state, step.stage);
+  const Operation& op = state.op(step.stage);
+  if (s.scope != MemScope::Shared)
+    reject("storage_swizzle lays out a shared buffer; " + s.name + " is in " + to_string(s.scope) + " memory");
+  if (!Type{op.dtype, 1}.is_half())
+    reject("storage_swizzle lays out 16-bit elements (64 to a 128-byte row); " + s.name + " holds " +
+           to_string(op.dtype));
+  if (!s.storage_align.empty()) reject("stage " + s.name + " has storage_align padding, which the swizzled rows replace");
+  if (s.swizzle) reject("stage " + s.name + " is already swizzled");
+  s.swizzle = true;
 }
 
 void apply_set_scope(State& state, const Step& step) {

@@ -36,6 +36,8 @@ constexpr int64_t kPaddedIterationsAllowance = int64_t{1} << 20;
 // storage_align factors (a bank or cache line is 32 to 128 elements), prefetch offsets (in
 // iterations of the loop), and the auto_unroll_max_step pragma (unrolled statements).
 constexpr int64_t kMaxStorageAlignFactor = 4096;
+// Copies of a pipelined loop's shared tiles (pragma pipeline_stages).
+constexpr int64_t kMaxPipelineStages = 8;
 constexpr int64_t kMaxPrefetchOffset = int64_t{1} << 30;
 constexpr int64_t kMaxAutoUnrollStep = int64_t{1} << 16;
 

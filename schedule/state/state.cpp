@@ -151,7 +151,11 @@ std::string State::to_string() const {
     }
     for (const PrefetchHint& p : s.prefetches) out << "; prefetch " << p.tensor << " in " << p.loop << " +" << p.offset;
     if (!s.tensorize_loop.empty()) out << "; tensorized at " << s.tensorize_loop;
-    if (!s.double_buffer_loop.empty()) out << "; double-buffered in " << s.double_buffer_loop;
+    if (!s.double_buffer_loop.empty()) {
+      out << "; " << (s.pipeline_stages == 2 ? std::string("double-buffered") : std::to_string(s.pipeline_stages) + " copies")
+          << " in " << s.double_buffer_loop;
+    }
+    if (s.swizzle) out << "; swizzled";
     out << "\n";
   }
   return out.str();

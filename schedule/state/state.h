@@ -74,7 +74,9 @@ struct Stage {
   std::vector<StorageAlign> storage_align;
   std::vector<PrefetchHint> prefetches;
   std::string tensorize_loop;     // tensorize: this loop and those inside are one tensor-core operation
-  std::string double_buffer_loop; // pragma double_buffer: the shared tiles fetched in this loop get two copies
+  std::string double_buffer_loop; // pragma double_buffer: the shared tiles fetched in this loop get copies
+  int pipeline_stages = 2;        // how many (pragma pipeline_stages)
+  bool swizzle = false;           // storage_swizzle: the shared buffer in 128-byte swizzled rows
 
   int find_var(const std::string& name) const;   // -1 if none
   int leaf_position(const std::string& name) const;  // position in leaves, -1 if not a leaf

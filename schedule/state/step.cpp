@@ -26,6 +26,7 @@ const char* to_string(StepKind kind) {
     case StepKind::SetScope: return "set_scope";
     case StepKind::Prefetch: return "prefetch";
     case StepKind::Tensorize: return "tensorize";
+    case StepKind::StorageSwizzle: return "storage_swizzle";
   }
   return "?";
 }
@@ -58,6 +59,7 @@ std::string Step::describe() const {
     case StepKind::SetScope: out << ", " << to_string(scope); break;
     case StepKind::Prefetch: out << ", " << loop << ", " << tensor << ", " << value; break;
     case StepKind::Tensorize: out << ", " << loop; break;
+    case StepKind::StorageSwizzle: break;
   }
   out << ")";
   return out.str();
@@ -113,6 +115,7 @@ Step pragma_step(const std::string& stage, const std::string& loop, const std::s
   s.value = value;
   return s;
 }
+Step storage_swizzle_step(const std::string& stage) { return Step{StepKind::StorageSwizzle, stage}; }
 Step storage_align_step(const std::string& stage, int axis, int64_t factor, int64_t offset) {
   Step s{StepKind::StorageAlign, stage};
   s.axis = axis;
@@ -206,6 +209,7 @@ void apply_step(State& state, const Step& step, int index) {
       case StepKind::SetScope: apply_set_scope(next, step); break;
       case StepKind::Prefetch: apply_prefetch(next, step); break;
       case StepKind::Tensorize: apply_tensorize(next, step); break;
+      case StepKind::StorageSwizzle: apply_storage_swizzle(next, step); break;
     }
     if (std::string why = state_limit_violation(next); !why.empty()) reject(why);
   } catch (const Rejected& r) {

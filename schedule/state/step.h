@@ -15,7 +15,7 @@ enum class StepKind : uint8_t {
   Split, Fuse, Reorder,
   ComputeAt, ComputeInline, ComputeRoot,
   CacheRead, CacheWrite, RFactor,
-  Annotate, Pragma, StorageAlign, SetScope, Prefetch, Tensorize,
+  Annotate, Pragma, StorageAlign, SetScope, Prefetch, Tensorize, StorageSwizzle,
 };
 const char* to_string(StepKind kind);
 
@@ -59,6 +59,9 @@ Step prefetch_step(const std::string& stage, const std::string& loop, const std:
 // operation of a warp: a load into a matrix_a / matrix_b fragment, the product accumulated in an
 // accumulator fragment (its initialization a fill), or the store of an accumulator.
 Step tensorize_step(const std::string& stage, const std::string& loop);
+// The shared buffer of `stage` (16-bit) laid out in 128-byte swizzled rows, as the warpgroup
+// tensor cores read their operands (schedule/ir/warpgroup.h).
+Step storage_swizzle_step(const std::string& stage);
 
 // Applies `step` (the `index`-th of its trace) to `state`. Throws ScheduleError naming the step and
 // the reason if it cannot be applied; `state` is then unchanged.

@@ -44,5 +44,6 @@ void apply_storage_align(State& state, const Step& step);
 void apply_set_scope(State& state, const Step& step);
 void apply_prefetch(State& state, const Step& step);
 void apply_tensorize(State& state, const Step& step);
+void apply_storage_swizzle(State& state, const Step& step);
 
 }  // namespace tessel::step_internal

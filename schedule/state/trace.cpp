@@ -35,7 +35,8 @@ const std::vector<std::pair<StepKind, const char*>>& step_kinds() {
       {StepKind::CacheWrite, "cache_write"}, {StepKind::RFactor, "rfactor"},
       {StepKind::Annotate, "annotate"}, {StepKind::Pragma, "pragma"},
       {StepKind::StorageAlign, "storage_align"}, {StepKind::SetScope, "set_scope"},
-      {StepKind::Prefetch, "prefetch"}, {StepKind::Tensorize, "tensorize"}};
+      {StepKind::Prefetch, "prefetch"}, {StepKind::Tensorize, "tensorize"},
+      {StepKind::StorageSwizzle, "storage_swizzle"}};
   return kinds;
 }
 
@@ -65,6 +66,7 @@ json step_to_json(const Step& s) {
     case StepKind::SetScope: j["scope"] = to_string(s.scope); break;
     case StepKind::Prefetch: j["loop"] = s.loop; j["tensor"] = s.tensor; j["offset"] = s.value; break;
     case StepKind::Tensorize: j["loop"] = s.loop; break;
+    case StepKind::StorageSwizzle: break;
   }
   return j;
 }
@@ -125,9 +127,9 @@ struct StepReader {
   MemScope scope() const {
     std::string s = str("scope");
     for (MemScope m : {MemScope::Global, MemScope::Shared, MemScope::Local, MemScope::MatrixA, MemScope::MatrixB,
-                       MemScope::Accumulator})
+                       MemScope::Accumulator, MemScope::WgAccumulator})
       if (s == to_string(m)) return m;
-    fail("unknown scope '" + s + "' (global, shared, local, matrix_a, matrix_b or accumulator)");
+    fail("unknown scope '" + s + "' (global, shared, local, matrix_a, matrix_b, accumulator or wg_accumulator)");
   }
   Annotation annotation() const {
     std::string s = str("annotation");
@@ -180,6 +182,7 @@ Step step_from_json(const json& j, const std::string& where) {
       s.value = r.integer("offset", 1, kMaxPrefetchOffset);
       break;
     case StepKind::Tensorize: s.loop = r.str("loop"); break;
+    case StepKind::StorageSwizzle: break;
   }
   return s;
 }

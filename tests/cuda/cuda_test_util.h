@@ -7,10 +7,20 @@
 #include <vector>
 
 #include "codegen/cuda/cuda_backend.h"
+#include "schedule/lower/lower.h"
 #include "schedule/te/error.h"
 #include "tests/skip.h"
 
 namespace tessel::cuda_testing {
+
+// Lowering for the GPU target.
+inline LowerOptions gpu_options() {
+  LowerOptions o;
+  o.target = LowerTarget::Gpu;
+  return o;
+}
+
+inline bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
 
 inline BufferParam param(const std::string& name, int64_t n, bool is_output = false) {
   return BufferParam{name, DType::Float32, {n}, is_output};

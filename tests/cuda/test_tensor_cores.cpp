@@ -1,5 +1,5 @@
 // Tensor cores: 16-bit contractions (matmul, dense, batch_matmul) scheduled onto warp-level wmma
-// tiles at sizes no multiple of 16, the tensorize step's rules, and what the CUDA printer makes of
+// tiles (a GPU without warpgroup operations, as an sm_80 one) at sizes no multiple of 16, the tensorize step's rules, and what the CUDA printer makes of
 // it. Kernels are compiled through NVRTC where it is installed; running them is checked on a GPU
 // host (experiments/gpu/check_random.sh with DTYPE=bf16 or fp16).
 #include <algorithm>
@@ -16,14 +16,10 @@
 #include "tests/cuda/cuda_test_util.h"
 
 using namespace tessel;
+using cuda_testing::contains;
+using cuda_testing::gpu_options;
 
 namespace {
-
-LowerOptions gpu_options() {
-  LowerOptions o;
-  o.target = LowerTarget::Gpu;
-  return o;
-}
 
 bool has_tensorize(const Trace& t) {
   for (const Step& s : t.steps)
@@ -37,13 +33,18 @@ int count_matrix(const Stmt& body, MatrixOpKind kind) {
   return n;
 }
 
-bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+// A target whose tensor cores are a warp's only (tests/cuda/test_warpgroup_mma.cpp has the others).
+GpuTargetSpec warp_mma() {
+  GpuTargetSpec t;
+  t.warpgroup_mma = false;
+  return t;
+}
 
 }  // namespace
 
 TEST_CASE("a bfloat16 matmul at odd sizes runs on tensor cores by default", "[cuda][tensor_core]") {
   ComputeDAG dag = build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}});
-  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  Trace t = default_gpu_schedule(dag, warp_mma());
   REQUIRE(has_tensorize(t));
   LoweredFunc f = lower(replay(dag, t), "mm", gpu_options());
   CHECK(count_matrix(f.body, MatrixOpKind::FillZero) > 0);
@@ -76,7 +77,7 @@ TEST_CASE("weights [N, K] load as column-major b tiles, and float16 has its own 
       "P[i:7, j:100] = sum(k:19; (float32(X[i, k]) * float32(W[j, k])))  : float32\n"
       "Y[i1:7, j1:100] = float16(((0.5f * (P[i1, j1] + float32(b[j1]))) * (1.0f + erf(((P[i1, j1] + "
       "float32(b[j1])) * 0.7071067811865476f)))))  : float16\n");
-  LoweredFunc f = lower(replay(dag, default_gpu_schedule(dag, GpuTargetSpec{})), "dense", gpu_options());
+  LoweredFunc f = lower(replay(dag, default_gpu_schedule(dag, warp_mma())), "dense", gpu_options());
   CudaProgram p = emit_cuda(f);
   INFO(p.source);
   CHECK(contains(p.source, "wmma.load.b.sync.aligned.col.m16n16k16.shared.f16"));
@@ -97,7 +98,7 @@ const char* const kProjection =
 TEST_CASE("one weight matrix for a batch of activations runs on tensor cores, the weights' tiles without "
           "a batch axis", "[cuda][tensor_core]") {
   ComputeDAG dag = parse_dag_text(kProjection);
-  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  Trace t = default_gpu_schedule(dag, warp_mma());
   INFO(trace_to_json(t, true));
   REQUIRE(has_tensorize(t));
   const State s = replay(dag, t);
@@ -116,7 +117,7 @@ TEST_CASE("one weight matrix for a batch of activations runs on tensor cores, th
   CHECK(p.launches.at(0).grid[2] == 3);  // a block column per batch
   int tensor_core = 0;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
-    Trace r = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+    Trace r = random_gpu_schedule(dag, seed, warp_mma());
     INFO("seed " << seed << ": " << trace_to_json(r));
     tensor_core += has_tensorize(r);
     CHECK_NOTHROW(lower(replay(dag, r), "k", gpu_options()));
@@ -132,7 +133,7 @@ TEST_CASE("one weight matrix for rows fewer than a tensor-core block keeps the C
       "X = placeholder(bfloat16[13, 8, 45])\nW = placeholder(bfloat16[45, 77])\n"
       "P[s:13, i:8, j:77] = sum(k:45; (float32(X[s, i, k]) * float32(W[k, j])))  : float32\n"
       "Y[s1:13, i1:8, j1:77] = bfloat16(P[s1, i1, j1])  : bfloat16\n");
-  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  Trace t = default_gpu_schedule(dag, warp_mma());
   INFO(trace_to_json(t, true));
   CHECK_FALSE(has_tensorize(t));
   CHECK(std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) {
@@ -148,7 +149,7 @@ TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and 
     ComputeDAG dag = build_op(op, params);
     int tensor_core = 0;
     for (uint64_t seed = 1; seed <= 60; ++seed) {
-      Trace t = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+      Trace t = random_gpu_schedule(dag, seed, warp_mma());
       INFO(op << " seed " << seed << ": " << trace_to_json(t));
       tensor_core += has_tensorize(t);
       CHECK_NOTHROW(lower(replay(dag, t), "k", gpu_options()));
@@ -159,8 +160,8 @@ TEST_CASE("random GPU schedules of 16-bit contractions use the tensor cores and 
   // float32 has no tensor-core path (TF32 would change the results).
   ComputeDAG fp32 = build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}});
   for (uint64_t seed = 1; seed <= 20; ++seed)
-    CHECK_FALSE(has_tensorize(random_gpu_schedule(fp32, seed, GpuTargetSpec{})));
-  CHECK_FALSE(has_tensorize(default_gpu_schedule(fp32, GpuTargetSpec{})));
+    CHECK_FALSE(has_tensorize(random_gpu_schedule(fp32, seed, warp_mma())));
+  CHECK_FALSE(has_tensorize(default_gpu_schedule(fp32, warp_mma())));
 }
 
 TEST_CASE("tensorize: what the step refuses and what lowering refuses", "[cuda][tensor_core]") {
@@ -182,7 +183,7 @@ TEST_CASE("tensorize: what the step refuses and what lowering refuses", "[cuda][
   CHECK_THROWS_AS(lower(s, "k", gpu_options()), ScheduleError);
 
   // A whole tensor-core schedule is for the GPU only.
-  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  Trace t = default_gpu_schedule(dag, warp_mma());
   REQUIRE(has_tensorize(t));
   CHECK_THROWS_AS(lower(replay(dag, t), "k", LowerOptions{}), ScheduleError);
 
@@ -196,7 +197,7 @@ TEST_CASE("double-buffered tiles: the next tiles are fetched asynchronously duri
           "[cuda][tensor_core]") {
   // Aligned sizes: every fill copies 16 bytes of global memory unchanged, so it is a cp.async.
   ComputeDAG dag = build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}, {"dtype", "bfloat16"}});
-  Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  Trace t = default_gpu_schedule(dag, warp_mma());
   REQUIRE(std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.pragma == "double_buffer"; }));
   LoweredFunc f = lower(replay(dag, t), "mm", gpu_options());
   const std::string ir = to_string(f);
@@ -211,7 +212,7 @@ TEST_CASE("double-buffered tiles: the next tiles are fetched asynchronously duri
 
   // Odd sizes: the tiles' edges are zero-filled by plain stores, still in two copies.
   ComputeDAG odd = build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}});
-  LoweredFunc g = lower(replay(odd, default_gpu_schedule(odd, GpuTargetSpec{})), "mm", gpu_options());
+  LoweredFunc g = lower(replay(odd, default_gpu_schedule(odd, warp_mma())), "mm", gpu_options());
   const std::string odd_ir = to_string(g);
   INFO(odd_ir);
   CHECK(contains(odd_ir, "commit_copies(wait 1)"));
@@ -223,14 +224,14 @@ TEST_CASE("double-buffered tiles: the next tiles are fetched asynchronously duri
 
 TEST_CASE("tensor-core schedules may use shared memory past 48 KiB, others may not", "[cuda][tensor_core]") {
   ComputeDAG big = build_op("matmul", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}, {"dtype", "bfloat16"}});
-  Trace t = default_gpu_schedule(big, GpuTargetSpec{});
-  CHECK(shared_limit(GpuTargetSpec{}, t) == GpuTargetSpec{}.max_shared_bytes_tensor_core);
+  Trace t = default_gpu_schedule(big, warp_mma());
+  CHECK(shared_limit(warp_mma(), t) == warp_mma().max_shared_bytes_tensor_core);
   CudaProgram p = emit_cuda(lower(replay(big, t), "mm", gpu_options()));
   REQUIRE(p.launches.size() == 1);
   CHECK(p.launches[0].dynamic_shared_bytes > 48 * 1024);  // 128 x 128 tiles, double-buffered
   CHECK(p.launches[0].block[1] * p.launches[0].block[2] == 4);  // 2 x 2 warps
   ComputeDAG fp32 = build_op("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}});
-  CHECK(shared_limit(GpuTargetSpec{}, default_gpu_schedule(fp32, GpuTargetSpec{})) == GpuTargetSpec{}.max_shared_bytes);
+  CHECK(shared_limit(warp_mma(), default_gpu_schedule(fp32, warp_mma())) == warp_mma().max_shared_bytes);
 }
 
 TEST_CASE("float32 tiles on the CUDA cores can be double-buffered too (a decision of the search)",
@@ -238,7 +239,7 @@ TEST_CASE("float32 tiles on the CUDA cores can be double-buffered too (a decisio
   ComputeDAG dag = build_op("matmul", {{"M", "128"}, {"N", "128"}, {"K", "128"}});
   int found = 0;
   for (uint64_t seed = 1; seed <= 40 && found == 0; ++seed) {
-    Trace t = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+    Trace t = random_gpu_schedule(dag, seed, warp_mma());
     if (std::none_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.pragma == "double_buffer"; }))
       continue;
     ++found;
@@ -254,7 +255,7 @@ TEST_CASE("a fragment left untensorized, or a stage left in global memory inside
   // Found by mutating default traces: both were internal errors (of storage flattening, of the
   // CUDA printer) instead of a ScheduleError naming the step.
   ComputeDAG dag = build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}});
-  const Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
+  const Trace t = default_gpu_schedule(dag, warp_mma());
   auto without = [&](auto&& drop) {
     Trace m = t;
     m.steps.erase(std::remove_if(m.steps.begin(), m.steps.end(), drop), m.steps.end());

@@ -101,7 +101,7 @@ TEST_CASE("a product stored in bfloat16 takes the GPU's tensor cores by default"
   auto takes_tensor_cores = [](const ComputeDAG& dag) {
     const Trace t = default_gpu_schedule(dag, GpuTargetSpec{});
     return std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) {
-      return s.kind == StepKind::CacheWrite && s.scope == MemScope::Accumulator;
+      return s.kind == StepKind::CacheWrite && (s.scope == MemScope::Accumulator || s.scope == MemScope::WgAccumulator);
     });
   };
   ImportOptions options;

@@ -295,3 +295,50 @@ TEST_CASE("cuda gpu: a default whose scratch budget leaves no room for the padde
                        return s.kind == StepKind::Annotate && s.stage == "pad" && s.annotation == Annotation::ThreadX;
                      });
 }
+
+TEST_CASE("cuda gpu: warpgroup tensor-core defaults and random schedules compute the reference at odd shapes",
+          "[measure][cuda][gpu]") {
+  // A step of the reduction (64) that the shape does not fill, tiles past the rows and columns,
+  // weights [N, K] read along k, a batch, an epilogue of bias and gelu; and a long reduction that
+  // runs the pipeline of four copies through many steps.
+  const std::vector<std::pair<std::string, ComputeDAG>> cases{
+      {"matmul bf16 61x77x45", build_op("matmul", {{"M", "61"}, {"N", "77"}, {"K", "45"}, {"dtype", "bfloat16"}})},
+      {"matmul bf16 700x771x300", build_op("matmul", {{"M", "700"}, {"N", "771"}, {"K", "300"}, {"dtype", "bfloat16"}})},
+      {"matmul fp16 512x512x1024", build_op("matmul", {{"M", "512"}, {"N", "512"}, {"K", "1024"}, {"dtype", "float16"}})},
+      {"batch_matmul bf16 3x61x197x100",
+       build_op("batch_matmul", {{"B", "3"}, {"M", "61"}, {"N", "197"}, {"K", "100"}, {"dtype", "bfloat16"}})},
+      {"projection of [sequence, batch 8, features], rows folded",
+       parse_dag_text("X = placeholder(bfloat16[13, 8, 72])\nW = placeholder(bfloat16[72, 200])\n"
+                      "b = placeholder(bfloat16[200])\n"
+                      "P[s:13, i:8, j:200] = sum(k:72; (float32(X[s, i, k]) * float32(W[k, j])))  : float32\n"
+                      "Y[s1:13, i1:8, j1:200] = bfloat16((P[s1, i1, j1] + float32(b[j1])))  : bfloat16\n")},
+      {"dense [N, K] gelu fp16", parse_dag_text("X = placeholder(float16[197, 72])\n"
+                                                "W = placeholder(float16[100, 72])\n"
+                                                "b = placeholder(float16[100])\n"
+                                                "P[i:197, j:100] = sum(k:72; (float32(X[i, k]) * float32(W[j, k])))"
+                                                "  : float32\n"
+                                                "Y[i1:197, j1:100] = float16(((0.5f * (P[i1, j1] + float32(b[j1]))) * "
+                                                "(1.0f + erf(((P[i1, j1] + float32(b[j1])) * 0.7071067811865476f)))))"
+                                                "  : float16\n")}};
+  auto swizzled = [](const Step& s) { return s.kind == StepKind::StorageSwizzle; };
+  check_gpu_defaults(cases, swizzled);
+  for (const auto& [what, dag] : cases) {
+    std::vector<Candidate> candidates;
+    for (uint64_t seed = 1; seed <= 40 && candidates.size() < 8; ++seed) {
+      Trace t = random_gpu_schedule(dag, seed, GpuTargetSpec{});
+      if (std::any_of(t.steps.begin(), t.steps.end(), swizzled)) candidates.push_back({t, Fault::None});
+    }
+    REQUIRE(candidates.size() >= 4);
+    std::string no_gpu;
+    std::unique_ptr<Measurer> m = cuda_measurer(dag, cuda_options(), &no_gpu);
+    if (!m) {
+      tessel_test::skip_test(no_gpu);
+      return;
+    }
+    std::vector<MeasureResult> r = m->measure(candidates);
+    for (size_t i = 0; i < r.size(); ++i) {
+      INFO(what << " random schedule " << i << ": " << trace_to_json(candidates[i].trace) << "\n" << r[i].message);
+      CHECK(r[i].error == ErrorCode::Ok);
+    }
+  }
+}

@@ -567,10 +567,19 @@ TEST_CASE("16-bit contractions are scheduled as contractions: the widening casts
     if (op == "conv2d") {  // no tensor-core path: tiled on the CUDA cores as float32 is
       CHECK(count(gpu16, StepKind::CacheRead) == count(gpu32, StepKind::CacheRead));
       CHECK(count(gpu16, StepKind::CacheRead) >= 2);  // both operands staged in shared memory
-    } else {  // on the tensor cores: both operands staged in shared memory, then in fragments
-      CHECK(count(gpu16, StepKind::CacheRead) == 4);
-      CHECK(count(gpu16, StepKind::Tensorize) == 4);  // two loads, the product, the store
+    } else {
+      // On a warpgroup's tensor cores: both operands staged in swizzled shared tiles, read from
+      // there; the product and its epilogue tensorized.
+      CHECK(count(gpu16, StepKind::CacheRead) == 2);
+      CHECK(count(gpu16, StepKind::StorageSwizzle) == 2);
+      CHECK(count(gpu16, StepKind::Tensorize) == 2);
       CHECK(count(gpu32, StepKind::Tensorize) == 0);
+      // On a warp's: both operands staged in shared memory, then in fragments.
+      GpuTargetSpec warp_only;
+      warp_only.warpgroup_mma = false;
+      const Trace warp16 = default_gpu_schedule(bf16, warp_only);
+      CHECK(count(warp16, StepKind::CacheRead) == 4);
+      CHECK(count(warp16, StepKind::Tensorize) == 4);  // two loads, the product, the store
     }
     const Trace cpu32 = default_schedule(f32, host_spec()), cpu16 = default_schedule(bf16, host_spec());
     CHECK(count(cpu16, StepKind::Split) >= count(cpu32, StepKind::Split));

@@ -4,9 +4,12 @@
 #include "codegen/cuda/cuda_kernel_info.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <functional>
 
 #include "schedule/ir/warpgroup.h"
+#include "schedule/lower/arith.h"
 #include "schedule/lower/verify.h"
 #include "schedule/te/error.h"
 
@@ -25,7 +28,120 @@ bool contains_barrier(const Stmt& s) {
   return found;
 }
 
+// Value ranges for the 32-bit question: the loops' variables in scope, and what each integer node
+// (scalar or vector, over all its lanes) can hold.
+class IndexRanges {
+ public:
+  // Whether `e` and every integer node in it that involves a variable fits in 32 bits.
+  bool fits(const Expr& e) {
+    bool fits = true;
+    visit(e, fits);
+    return fits;
+  }
+
+  // The loop's variable ranges over [min, min + extent - 1]; false when that is not bounded.
+  bool enter(const Stmt& loop) {
+    Interval lo = range(loop->min), n = range(loop->extent);
+    Interval v{lo.lo, std::nullopt};
+    if (lo.hi && n.hi) v.hi = checked(*lo.hi + *n.hi - 1);
+    ranges_[loop->var] = v;
+    return fits_32(lo) && fits_32(v) && fits_32(Interval{checked_sum(lo.lo, n.lo), checked_sum(lo.hi, n.hi)});
+  }
+  void leave(const Stmt& loop) { ranges_.erase(loop->var); }
+
+ private:
+  static constexpr int64_t kMax = INT32_MAX, kMin = INT32_MIN;
+
+  static std::optional<int64_t> checked(int64_t v) {
+    if (v > kMax * 4 || v < kMin * 4) return std::nullopt;  // well past 32 bits: unbounded is as good
+    return v;
+  }
+  static std::optional<int64_t> checked_sum(std::optional<int64_t> a, std::optional<int64_t> b) {
+    if (!a || !b) return std::nullopt;
+    return checked(*a + *b);
+  }
+  static bool fits_32(const Interval& r) { return r.lo && r.hi && *r.lo >= kMin && *r.hi <= kMax; }
+
+  // What an integer node can hold; its operands are within 32 bits when this is asked.
+  Interval range(const Expr& e) {
+    if (e->type == kInt64) return bound_of(e, ranges_);
+    const auto& a = e->args;
+    switch (e->op) {
+      case ExprOp::Broadcast: return range(a[0]);
+      case ExprOp::Ramp: {
+        Interval base = range(a[0]), stride = range(a[1]);
+        if (!fits_32(base) || !fits_32(stride)) return {};
+        const int64_t last = e->int_value - 1;
+        return {checked(*base.lo + std::min<int64_t>(0, *stride.lo * last)),
+                checked(*base.hi + std::max<int64_t>(0, *stride.hi * last))};
+      }
+      case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Min: case ExprOp::Max: {
+        Interval x = range(a[0]), y = range(a[1]);
+        if (!fits_32(x) || !fits_32(y)) return {};
+        int64_t c[4];
+        for (int i = 0; i < 4; ++i) {
+          const int64_t p = i < 2 ? *x.lo : *x.hi, q = i % 2 ? *y.hi : *y.lo;
+          c[i] = e->op == ExprOp::Add ? p + q : e->op == ExprOp::Sub ? p - q : e->op == ExprOp::Mul ? p * q
+                 : e->op == ExprOp::Min ? std::min(p, q) : std::max(p, q);
+        }
+        return {checked(*std::min_element(c, c + 4)), checked(*std::max_element(c, c + 4))};
+      }
+      case ExprOp::FloorDiv: case ExprOp::FloorMod: {
+        Interval x = range(a[0]), y = range(a[1]);
+        if (!fits_32(x) || !y.is_point() || *y.lo <= 0) return {};
+        if (e->op == ExprOp::FloorMod) return {0, *y.lo - 1};
+        return {floor_div(*x.lo, *y.lo), floor_div(*x.hi, *y.lo)};
+      }
+      default: return {};
+    }
+  }
+
+  static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+  // Marks in `fits` a node that involves a variable and does not fit; returns (variable, data):
+  // whether the node's value involves a loop variable, and whether it involves a loaded or
+  // converted value (whose C type is its own, not the index type).
+  std::pair<bool, bool> visit(const Expr& e, bool& fits) {
+    bool var = e->op == ExprOp::Var, data = false;
+    for (const Expr& arg : e->args) {
+      auto [v, d] = visit(arg, fits);
+      var |= v;
+      data |= d;
+    }
+    const bool loaded = e->op == ExprOp::Load || e->op == ExprOp::TensorRead;
+    if (loaded || (e->op == ExprOp::Cast && !e->args[0]->type.is_int())) return {false, true};
+    if (fits && var && e->type.is_int() && (data || !fits_32(range(e)))) fits = false;
+    return {var, data};
+  }
+
+  VarRanges ranges_;
+};
+
 }  // namespace
+
+bool indices_fit_in_32_bits(const Stmt& kernel) {
+  IndexRanges ranges;
+  std::function<bool(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s) return true;
+    if (s->op == StmtOp::For) {
+      if (!ranges.enter(s)) return false;
+      const bool fits = walk(s->body[0]);
+      ranges.leave(s);
+      return fits;
+    }
+    for (const Expr* e : {&s->min, &s->extent, &s->value, &s->cond})
+      if (*e && !ranges.fits(*e)) return false;
+    for (const Expr& i : s->indices)
+      if (!ranges.fits(i)) return false;
+    for (const MatrixOperand& o : s->operands)
+      for (const Expr& i : o.indices)
+        if (!ranges.fits(i)) return false;
+    for (const Stmt& child : s->body)
+      if (!walk(child)) return false;
+    return true;
+  };
+  return walk(kernel);
+}
 
 int tag_slot(const std::string& tag) {
   for (int i = 0; i < 6; ++i)
@@ -136,6 +252,7 @@ KernelInfo analyze_kernel(const Stmt& kernel, const std::string& kernel_name, co
         "cuda codegen: " + kernel_name + " needs " +
         std::to_string(info.shared_bytes + info.static_shared_bytes + alignment_slack) +
         " bytes of shared memory, over the device limit " + std::to_string(limits.max_shared_per_block_optin));
+  info.index32 = indices_fit_in_32_bits(kernel);
   info.dynamic_shared = info.swizzled || info.shared_bytes + info.static_shared_bytes > kStaticSharedLimit;
   return info;
 }

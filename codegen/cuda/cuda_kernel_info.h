@@ -25,12 +25,20 @@ struct KernelInfo {
   bool dynamic_shared = false;
   bool swizzled = false;   // holds swizzled shared tiles: dynamic shared memory, its start 1024-aligned
   bool warpgroup = false;  // holds warpgroup (wgmma) operations
+  bool index32 = false;    // every index fits in 32 bits: loop variables and index arithmetic are ints
   int64_t static_shared_bytes = 0;         // declared where they are used (reductions across warps)
   std::vector<int64_t> allreduce_threads;  // the thread count of each reduction across threads
   int64_t shared_bytes = 0;
   std::map<const StmtNode*, int64_t> shared_offset;  // dynamic shared: offset of each allocation
   std::set<std::string> stored;
 };
+
+// Whether every integer expression of `kernel` that involves a loop or thread variable provably
+// stays within the 32-bit range, given the loops' ranges: the kernel's index arithmetic can then be
+// printed in ints, which the GPU computes in one instruction where 64 bits take two or more (and
+// twice the registers). An expression that mixes such variables with loaded or converted values is
+// not bounded, and keeps the kernel at 64 bits.
+bool indices_fit_in_32_bits(const Stmt& kernel);
 
 // The launch shape and shared memory of `kernel` (named `kernel_name` in messages). Throws
 // CompileError naming the loop or buffer when it cannot run as one kernel within `limits`.

@@ -25,17 +25,22 @@ namespace cuda_detail {
 
 namespace {
 
-const char* kPrelude = R"(// Floor division and modulo (round toward negative infinity), as the IR defines them.
-static __device__ __forceinline__ long long tessel_floordiv(long long a, long long b) {
-  long long q = a / b, r = a % b;
+const char* kPrelude = R"(// Floor division and modulo (round toward negative infinity), as the IR defines them, in the
+// operands' common type: ints where a kernel's indices fit in 32 bits, long long otherwise.
+template <typename A, typename B>
+static __device__ __forceinline__ auto tessel_floordiv(A a, B b) -> decltype(a / b) {
+  const auto q = a / b, r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
 }
-static __device__ __forceinline__ long long tessel_floormod(long long a, long long b) {
-  long long r = a % b;
+template <typename A, typename B>
+static __device__ __forceinline__ auto tessel_floormod(A a, B b) -> decltype(a % b) {
+  const auto r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-static __device__ __forceinline__ long long tessel_imin(long long a, long long b) { return a < b ? a : b; }
-static __device__ __forceinline__ long long tessel_imax(long long a, long long b) { return a > b ? a : b; }
+template <typename A, typename B>
+static __device__ __forceinline__ auto tessel_imin(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
+template <typename A, typename B>
+static __device__ __forceinline__ auto tessel_imax(A a, B b) -> decltype(a + b) { return a > b ? a : b; }
 static __device__ __forceinline__ float tessel_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 )";
 
@@ -207,6 +212,7 @@ void CudaPrinter::print_kernel(const Stmt& kernel, const std::string& name) {
     line("extern __shared__ __align__(128) unsigned char tessel_dynamic_shared[];");
   }
   vars_.clear();
+  ranges_.clear();
   emit_stmt(kernel, false);
   out_ << "}\n";
   program_.launches.push_back(std::move(launch));

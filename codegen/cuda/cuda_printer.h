@@ -12,6 +12,7 @@
 #include "codegen/cuda/cuda_backend.h"
 #include "codegen/cuda/cuda_kernel_info.h"
 #include "codegen/cuda/cuda_names.h"
+#include "schedule/lower/arith.h"
 
 namespace tessel::cuda_detail {
 
@@ -52,7 +53,10 @@ class CudaPrinter {
   void line(const std::string& text) { out_ << std::string(2 * indent_, ' ') << text << "\n"; }
   void emit_stmt(const Stmt& s, bool in_seq);
   void block(const Stmt& body);
-  void define_var(const std::string& var);
+  void define_var(const Stmt& loop);  // its variable in scope, over the loop's range
+  void undefine_var(const Stmt& loop);
+  // The C type of loop variables: int where every index of the kernel fits in 32 bits.
+  std::string index_type() const { return info_.index32 ? "int" : "long long"; }
   void emit_for(const Stmt& s, bool in_seq);
   void emit_allreduce(const Stmt& s);
   void emit_allocate(const Stmt& s);
@@ -66,8 +70,11 @@ class CudaPrinter {
   std::string memory_address(const MatrixOperand& o, std::vector<std::string>& inputs, const char*& space);
   void emit_warpgroup_mma(const Stmt& s);
   std::string warpgroup_descriptor(const MatrixOperand& o, bool k_major);
-  // `buf[index]` for a flat index printed as `index` (through the swizzle of a swizzled tile).
-  std::string element(const std::string& buffer, const std::string& index);
+  // `buf[i]` for lane `lane` of a flat index (through the permutation of a swizzled tile).
+  std::string element(const std::string& buffer, const Expr& index, int lane = 0);
+  // The element offset alone; a swizzled tile's through `permute`, the prelude's tessel_swizzle
+  // (where the element is stored) or tessel_swizzle_block (where it is before the permutation).
+  std::string element_offset(const std::string& buffer, const Expr& index, int lane, const char* permute);
 
   // --- expressions, one lane at a time (cuda_printer_expr.cpp) ---
   static std::string strip_parens(const std::string& s);
@@ -86,6 +93,7 @@ class CudaPrinter {
   std::map<std::string, MemScope> scopes_; // allocations in scope: their memory scope
   std::map<std::string, std::pair<int64_t, int64_t>> swizzled_;  // swizzled tiles in scope: rows, columns
   std::set<std::string> vars_;            // loop variables in scope
+  VarRanges ranges_;                       // and their ranges
   std::map<const ExprNode*, std::string> hoisted_;
   KernelInfo info_;
   std::ostringstream out_;

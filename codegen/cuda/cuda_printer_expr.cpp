@@ -1,6 +1,6 @@
-// Expressions in CUDA C, one vector lane at a time: exact literals, 64-bit integer arithmetic with
-// floor division and modulo as the IR defines them, casts, math calls, and loads (a hoisted wide
-// load read by its field).
+// Expressions in CUDA C, one vector lane at a time: exact literals, integer arithmetic (in the
+// loop variables' type, int or long long) with floor division and modulo as the IR defines them,
+// casts, math calls, and loads (a hoisted wide load read by its field).
 #include <stdexcept>
 #include <string>
 
@@ -62,7 +62,7 @@ std::string CudaPrinter::expr(const Expr& e, int lane) {
                            to_string(buffer_dtype(e->name)));
       auto it = hoisted_.find(e.get());
       if (it != hoisted_.end()) return it->second + "." + "xyzw"[lane];
-      return element(e->name, strip_parens(expr(e->args[0], lane)));
+      return element(e->name, e->args[0], lane);
     }
     case ExprOp::Ramp: {
       const int64_t* stride = as_int(e->args[1]);

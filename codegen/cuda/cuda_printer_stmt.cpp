@@ -65,8 +65,18 @@ void CudaPrinter::block(const Stmt& body) {
   --indent_;
 }
 
-void CudaPrinter::define_var(const std::string& var) {
-  if (!vars_.insert(var).second) throw CompileError("cuda codegen: loop variable '" + var + "' is defined twice");
+void CudaPrinter::define_var(const Stmt& loop) {
+  if (!vars_.insert(loop->var).second)
+    throw CompileError("cuda codegen: loop variable '" + loop->var + "' is defined twice");
+  Interval lo = bound_of(loop->min, ranges_), n = bound_of(loop->extent, ranges_);
+  Interval range{lo.lo, std::nullopt};
+  if (lo.hi && n.hi && *n.hi < INT64_MAX / 4 && *lo.hi < INT64_MAX / 4) range.hi = *lo.hi + *n.hi - 1;
+  ranges_[loop->var] = range;
+}
+
+void CudaPrinter::undefine_var(const Stmt& loop) {
+  vars_.erase(loop->var);
+  ranges_.erase(loop->var);
 }
 
 void CudaPrinter::emit_for(const Stmt& s, bool in_seq) {
@@ -79,8 +89,8 @@ void CudaPrinter::emit_for(const Stmt& s, bool in_seq) {
     bool scoped = in_seq || guard;
     if (scoped) line("{");
     if (scoped) ++indent_;
-    define_var(s->var);
-    line("const long long " + v + " = " + (is_int_value(s->min, 0) ? "" : strip_parens(min) + " + ") + s->thread_tag +
+    define_var(s);
+    line("const " + index_type() + " " + v + " = " + (is_int_value(s->min, 0) ? "" : strip_parens(min) + " + ") + s->thread_tag +
          ";");
     if (guard) {
       line("if (" + std::string(s->thread_tag) + " < " + int_literal(*as_int(s->extent)) + ") {");
@@ -89,7 +99,7 @@ void CudaPrinter::emit_for(const Stmt& s, bool in_seq) {
     } else {
       emit_stmt(s->body[0], false);
     }
-    vars_.erase(s->var);
+    undefine_var(s);
     if (scoped) --indent_;
     if (scoped) line("}");
     return;
@@ -97,11 +107,11 @@ void CudaPrinter::emit_for(const Stmt& s, bool in_seq) {
   std::string extent = expr(s->extent, 0);
   std::string end = is_int_value(s->min, 0) ? strip_parens(extent) : min + " + " + extent;
   if (s->for_kind == ForKind::Unrolled) line("#pragma unroll");
-  define_var(s->var);
-  line("for (long long " + v + " = " + strip_parens(min) + "; " + v + " < " + end + "; ++" + v + ") {");
+  define_var(s);
+  line("for (" + index_type() + " " + v + " = " + strip_parens(min) + "; " + v + " < " + end + "; ++" + v + ") {");
   block(s->body[0]);
   line("}");
-  vars_.erase(s->var);
+  undefine_var(s);
 }
 
 // Every thread of a row (the threadIdx.x extent n) ends with the combination of all the row's
@@ -312,12 +322,40 @@ void CudaPrinter::emit_matrix(const Stmt& s) {
   line("    : " + join(inputs) + ");");
 }
 
-std::string CudaPrinter::element(const std::string& buffer, const std::string& index) {
+std::string CudaPrinter::element(const std::string& buffer, const Expr& index, int lane) {
+  return names_.id(buffer) + "[" + element_offset(buffer, index, lane, "tessel_swizzle") + "]";
+}
+
+// Lane `lane` of an integer index as a scalar expression; null for a vector index that is neither
+// a ramp nor a broadcast.
+static Expr lane_of(const Expr& index, int lane) {
+  if (index->type.lanes == 1) return index;
+  if (index->op == ExprOp::Broadcast) return index->args[0];
+  if (index->op == ExprOp::Ramp) return lane == 0 ? index->args[0] : index->args[0] + index->args[1] * make_int(lane);
+  return nullptr;
+}
+
+std::string CudaPrinter::element_offset(const std::string& buffer, const Expr& index, int lane, const char* permute) {
   auto it = swizzled_.find(buffer);
-  if (it == swizzled_.end()) return names_.id(buffer) + "[" + index + "]";
-  if (it->second.second == kSwizzleBlockCols) return names_.id(buffer) + "[tessel_swizzle64(" + index + ")]";
-  return names_.id(buffer) + "[tessel_swizzle(" + index + ", " + std::to_string(it->second.first) + "u, " +
-         std::to_string(it->second.second) + "u)]";
+  if (it == swizzled_.end()) return strip_parens(expr(index, lane));
+  const auto [rows, cols] = it->second;
+  const bool one_block = cols == kSwizzleBlockCols && std::string(permute) == "tessel_swizzle";
+  auto permuted = [&](const Expr& i) {
+    const std::string text = strip_parens(expr(i, lane));
+    if (one_block) return "tessel_swizzle64(" + text + ")";
+    return std::string(permute) + "(" + text + ", " + std::to_string(rows) + "u, " + std::to_string(cols) + "u)";
+  };
+  const Expr scalar = lane_of(index, lane);
+  if (!scalar) return permuted(index);
+  // The permutation on the part of the index that is not a whole copy or row group (typically
+  // the thread's own chunk, the same every iteration), the rest added outside it.
+  SwizzleSplit split = split_swizzled_index(scalar, rows, cols, ranges_);
+  auto fits = [&](const Expr& e) {
+    Interval b = bound_of(e, ranges_);
+    return !info_.index32 || (b.lo && b.hi && *b.lo >= INT32_MIN && *b.hi <= INT32_MAX);
+  };
+  if (is_int_value(split.outer, 0) || !fits(split.outer) || !fits(split.rest)) return permuted(scalar);
+  return strip_parens(expr(split.outer, 0)) + " + " + permuted(split.rest);
 }
 
 // The matrix descriptor of a warpgroup product's shared operand (schedule/ir/warpgroup.h): the
@@ -329,8 +367,8 @@ std::string CudaPrinter::warpgroup_descriptor(const MatrixOperand& o, bool k_maj
     throw CompileError("cuda codegen: a warpgroup product reads '" + o.buffer + "', not a swizzled shared tile");
   const auto [rows, cols] = it->second;
   const int64_t block_bytes = rows * kSwizzleRowBytes;
-  return "tessel_wgmma_desc(tessel_shared_address(" + names_.id(o.buffer) + ") + 2u * tessel_swizzle_block(" +
-         strip_parens(expr(o.indices.at(0), 0)) + ", " + std::to_string(rows) + "u, " + std::to_string(cols) + "u), " +
+  return "tessel_wgmma_desc(tessel_shared_address(" + names_.id(o.buffer) + ") + 2u * (" +
+         element_offset(o.buffer, o.indices.at(0), 0, "tessel_swizzle_block") + "), " +
          std::to_string(k_major ? 16 : block_bytes) + "u, " + std::to_string(kSwizzleAlignment) + "u)";
 }
 
@@ -433,10 +471,12 @@ void CudaPrinter::emit_store(const Stmt& s) {
     const int64_t bytes = lanes * dtype_bytes(dtype);
     if (!from || (bytes != 4 && bytes != 8 && bytes != 16))
       throw CompileError("cuda codegen: an asynchronous copy into '" + s->buffer + "' is not a 4-, 8- or 16-byte load");
-    auto first = [&](const Expr& i) { return strip_parens(expr(i->op == ExprOp::Ramp ? i->args[0] : i, 0)); };
+    // The shared address in 32 bits: the tile's start (the same every iteration) plus the offset.
+    const std::string to = "tessel_shared_address(" + buf + ") + " + std::to_string(dtype_bytes(dtype)) + "u * (unsigned)(" +
+                           element_offset(s->buffer, index, 0, "tessel_swizzle") + ")";
     line(std::string("asm volatile(\"cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [%0], [%1], " +
-         std::to_string(bytes) + ";\" :: \"r\"(tessel_shared_address(&" + element(s->buffer, first(index)) +
-         ")), \"l\"(&" + element(value->name, first(from)) + ") : \"memory\");");
+         std::to_string(bytes) + ";\" :: \"r\"(" + to + "), \"l\"(&" + element(value->name, from) +
+         ") : \"memory\");");
     return;
   }
   // A copy of 2, 4 or 8 consecutive 16-bit values between aligned places (operands staged for the
@@ -445,9 +485,9 @@ void CudaPrinter::emit_store(const Stmt& s) {
       buffer_dtype(value->name) == dtype) {
     if (is_aligned_ramp(index) && is_aligned_ramp(value->args[0])) {
       const char* word = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";
-      line("*reinterpret_cast<" + std::string(word) + "*>(&" + element(s->buffer, strip_parens(expr(index->args[0], 0))) +
+      line("*reinterpret_cast<" + std::string(word) + "*>(&" + element(s->buffer, index) +
            ") = *reinterpret_cast<const " + word + "*>(&" +
-           element(value->name, strip_parens(expr(value->args[0]->args[0], 0))) + ");");
+           element(value->name, value->args[0]) + ");");
       return;
     }
   }
@@ -465,7 +505,7 @@ void CudaPrinter::emit_store(const Stmt& s) {
     const std::string packed =
         lanes == 2 ? temps[0] + " | (" + temps[1] + " << 16)"
                    : "make_uint2(" + temps[0] + " | (" + temps[1] + " << 16), " + temps[2] + " | (" + temps[3] + " << 16))";
-    line("*reinterpret_cast<" + word + "*>(&" + element(s->buffer, strip_parens(expr(index->args[0], 0))) +
+    line("*reinterpret_cast<" + word + "*>(&" + element(s->buffer, index) +
          ") = " + packed + ";");
     --indent_;
     line("}");
@@ -474,7 +514,7 @@ void CudaPrinter::emit_store(const Stmt& s) {
   bool has_vector = lanes > 1;
   visit_exprs(s, [&](const Expr& e) { has_vector = has_vector || e->type.lanes > 1; });
   if (!has_vector) {
-    line(element(s->buffer, strip_parens(expr(index, 0))) + " = " + strip_parens(expr(value, 0)) + ";");
+    line(element(s->buffer, index) + " = " + strip_parens(expr(value, 0)) + ";");
     return;
   }
   line("{");
@@ -497,7 +537,7 @@ void CudaPrinter::emit_store(const Stmt& s) {
       temps.push_back(names_.fresh("v"));
       line(std::string("const ") + c_type(dtype) + " " + temps[l] + " = " + lane_values[l] + ";");
     }
-    for (int l = 0; l < lanes; ++l) line(element(s->buffer, strip_parens(expr(index, l))) + " = " + temps[l] + ";");
+    for (int l = 0; l < lanes; ++l) line(element(s->buffer, index, l) + " = " + temps[l] + ";");
   }
   hoisted_.clear();
   --indent_;

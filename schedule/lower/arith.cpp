@@ -197,20 +197,29 @@ Interval bound_atom(const Expr& e, const VarRanges& ranges) {
       // A product of two non-constant terms: bound by the corner products.
       Interval a = bound_of(e->args[0], ranges), b = bound_of(e->args[1], ranges);
       if (!a.lo || !a.hi || !b.lo || !b.hi) return {};
-      int64_t c[4] = {*a.lo * *b.lo, *a.lo * *b.hi, *a.hi * *b.lo, *a.hi * *b.hi};
-      return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+      std::optional<int64_t> c[4] = {checked_mul(*a.lo, *b.lo), checked_mul(*a.lo, *b.hi), checked_mul(*a.hi, *b.lo),
+                                     checked_mul(*a.hi, *b.hi)};
+      for (const auto& corner : c)
+        if (!corner) return {};
+      return {std::min({*c[0], *c[1], *c[2], *c[3]}), std::max({*c[0], *c[1], *c[2], *c[3]})};
     }
     case ExprOp::FloorDiv: {
       const int64_t* k = as_int(e->args[1]);
-      if (!k || *k <= 0) return {};
+      if (!k || *k == 0) return {};
       Interval a = bound_of(e->args[0], ranges);
       Interval r;
+      if (*k < 0) {  // decreasing in the dividend
+        if (a.hi && *a.hi != INT64_MIN) r.lo = floor_div(*a.hi, *k);
+        if (a.lo && *a.lo != INT64_MIN) r.hi = floor_div(*a.lo, *k);
+        return r;
+      }
       if (a.lo) r.lo = floor_div(*a.lo, *k);
       if (a.hi) r.hi = floor_div(*a.hi, *k);
       return r;
     }
     case ExprOp::FloorMod: {
       const int64_t* k = as_int(e->args[1]);
+      if (k && *k < 0 && *k != INT64_MIN) return {*k + 1, 0};  // the divisor's sign
       if (!k || *k <= 0) return {};
       Interval a = bound_of(e->args[0], ranges);
       if (a.lo && a.hi && floor_div(*a.lo, *k) == floor_div(*a.hi, *k))

@@ -3,6 +3,7 @@
 // NVRTC compilation (sm_90) of every program, including a failing one.
 #include <catch2/catch.hpp>
 
+#include "codegen/cuda/cuda_kernel_info.h"
 #include "tests/cuda/cuda_test_util.h"
 
 using namespace tessel;
@@ -31,8 +32,8 @@ TEST_CASE("elementwise kernel binds blocks and threads and guards the tail", "[c
   CHECK(has(p.source, "const float* __restrict__ A"));
   CHECK(has(p.source, "float* __restrict__ C"));
   CHECK_FALSE(has(p.source, "const float* __restrict__ C"));
-  CHECK(has(p.source, "const long long i_o = blockIdx.x;"));
-  CHECK(has(p.source, "const long long i_i = threadIdx.x;"));
+  CHECK(has(p.source, "const int i_o = blockIdx.x;"));
+  CHECK(has(p.source, "const int i_i = threadIdx.x;"));
   CHECK(has(p.source, "if (((i_o * 256) + i_i) < 1000) {"));
   CHECK(p.scratch.empty());
   compile_or_skip(p);
@@ -65,7 +66,7 @@ TEST_CASE("local array and unrolled loop", "[cuda][printer]") {
   INFO(p.source);
   CHECK(has(p.source, "__align__(16) float acc[4];"));
   CHECK(has(p.source, "#pragma unroll\n"));
-  CHECK(has(p.source, "for (long long k = 0; k < 4; ++k) {"));
+  CHECK(has(p.source, "for (int k = 0; k < 4; ++k) {"));
   compile_or_skip(p);
 }
 
@@ -128,6 +129,57 @@ TEST_CASE("floor division, modulo and select", "[cuda][printer]") {
   CHECK(has(p.source, "fminf(A[i], (-0.5f))"));
   CHECK(has(p.source, " ? "));
   compile_or_skip(p);
+}
+
+TEST_CASE("indices are ints where they provably fit in 32 bits, long long otherwise", "[cuda][printer]") {
+  SECTION("an elementwise kernel of 3e9 elements") {
+    CudaProgram p = emit_cuda(elementwise_add(3'000'000'000LL));
+    INFO(p.source);
+    CHECK(has(p.source, "const long long i_o = blockIdx.x;"));
+    CHECK(has(p.source, "if (((i_o * 256) + i_i) < 3000000000LL) {"));
+    compile_or_skip(p);
+  }
+  SECTION("the same kernel of 2^31 - 256 elements") {
+    CudaProgram p = emit_cuda(elementwise_add(2147483392LL));
+    INFO(p.source);
+    CHECK(has(p.source, "const int i_o = blockIdx.x;"));
+    compile_or_skip(p);
+  }
+  // Each case stores A[index] for i < 1000, with an index whose intermediate values (or type) the
+  // 32-bit form could not hold.
+  auto kernel = [](Expr index, bool with_int_input = false) {
+    LoweredFunc f;
+    f.name = "index";
+    f.params = {param("A", 1000), param("Out", 1000, true)};
+    if (with_int_input) f.params.push_back(BufferParam{"Idx", DType::Int64, {1000}, false});
+    f.body = bound("i", 1000, "threadIdx.x", make_store("Out", var("i"), fload("A", index)));
+    return f;
+  };
+  const Expr i = var("i"), big = make_int(int64_t(1) << 32);
+  SECTION("a product past 32 bits that cancels") {
+    Stmt body = kernel((i * big) - (i * big) + i).body;
+    CHECK_FALSE(cuda_detail::indices_fit_in_32_bits(body));
+    CHECK(cuda_detail::indices_fit_in_32_bits(kernel(make_binary(ExprOp::FloorDiv, i * make_int(1000), make_int(-3)) + make_int(400)).body));
+  }
+  SECTION("an index mixing a loaded integer with the loop variable") {
+    Expr loaded = make_load("Idx", i, kInt64);
+    CHECK_FALSE(cuda_detail::indices_fit_in_32_bits(kernel(loaded + i, true).body));
+    // An index that is a loaded value alone keeps the value's own type.
+    CudaProgram p = emit_cuda(kernel(loaded, true));
+    INFO(p.source);
+    CHECK(has(p.source, "const int i = threadIdx.x;"));
+    compile_or_skip(p);
+  }
+  SECTION("a float converted to an index") {
+    CHECK_FALSE(cuda_detail::indices_fit_in_32_bits(kernel(f2i(i2f(i) * make_float(0.5)) + i).body));
+  }
+  SECTION("a vector index over its lanes") {
+    Expr ramp = make_ramp(i * make_int(4), make_int(1), 4);
+    CHECK(cuda_detail::indices_fit_in_32_bits(make_store("Out", ramp, fload("A", ramp))) == false);  // i unbounded
+    CHECK(cuda_detail::indices_fit_in_32_bits(bound("i", 250, "threadIdx.x", make_store("Out", ramp, fload("A", ramp)))));
+    Expr wide = make_ramp(i * make_int(1 << 29), make_int(1 << 28), 4);
+    CHECK_FALSE(cuda_detail::indices_fit_in_32_bits(bound("i", 4, "threadIdx.x", make_store("Out", wide, fload("A", wide)))));
+  }
 }
 
 TEST_CASE("two kernels share a scratch buffer", "[cuda][printer]") {
@@ -246,7 +298,7 @@ TEST_CASE("vthread loops run serially inside the thread", "[cuda][printer]") {
   f.body = bound("v", 2, "vthread", bound("t", 4, "threadIdx.x", make_store("A", var("v") * 4 + var("t"), make_float(1.0))));
   CudaProgram p = emit_cuda(f);
   INFO(p.source);
-  CHECK(has(p.source, "for (long long v = 0; v < 2; ++v) {"));
+  CHECK(has(p.source, "for (int v = 0; v < 2; ++v) {"));
   CHECK(p.launches[0].block[0] == 4);
   compile_or_skip(p);
 }

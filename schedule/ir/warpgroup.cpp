@@ -40,4 +40,43 @@ int64_t swizzled_index(int64_t index, int64_t rows, int64_t cols) {
   return a ^ (((a >> 6) & 7) << 3);
 }
 
+SwizzleSplit split_swizzled_index(const Expr& index, int64_t rows, int64_t cols, const VarRanges& ranges) {
+  const LinearForm f = linearize(index);
+  // The permutation's period: 8 rows of 64 elements within a column block, 8 rows of C elements
+  // of the logical tile.
+  constexpr int64_t kPeriod = 8 * kSwizzleBlockCols;
+  auto floor_multiple = [](int64_t v, int64_t m) { return (v >= 0 ? v / m : -((-v + m - 1) / m)) * m; };
+  if (cols == kSwizzleBlockCols) {
+    // One column block: copies follow each other row after row, and the permutation of i is
+    // i ^ (((i / 64) % 8) * 8) for every i.
+    LinearForm outer, rest;
+    for (const auto& [atom, c] : f.terms) (c % kPeriod == 0 ? outer : rest).add(atom, c);
+    outer.constant = floor_multiple(f.constant, kPeriod);
+    rest.constant = f.constant - outer.constant;
+    return {to_expr(outer), to_expr(rest)};
+  }
+  const int64_t tile = rows * cols, group = 8 * cols;
+  LinearForm copies, groups, rest;
+  for (const auto& [atom, c] : f.terms) (c % tile == 0 ? copies : c % group == 0 ? groups : rest).add(atom, c);
+  copies.constant = floor_multiple(f.constant, tile);
+  groups.constant = floor_multiple(f.constant - copies.constant, group);
+  rest.constant = f.constant - copies.constant - groups.constant;
+  auto inside_one_copy = [&](const LinearForm& part) {
+    Interval b = bound_of(to_expr(part), ranges);
+    return b.lo && b.hi && *b.lo >= 0 && *b.hi < tile;
+  };
+  if (!inside_one_copy(rest)) return {make_int(0), index};
+  if (!inside_one_copy(rest.plus(groups))) {
+    rest = rest.plus(groups);
+    groups = LinearForm{};
+    if (!inside_one_copy(rest)) return {make_int(0), index};
+  }
+  // A group of 8 logical rows (8 * C elements) is 8 rows of every column block: 512 elements of
+  // the block the element is in.
+  LinearForm outer = copies;
+  for (const auto& [atom, c] : groups.terms) outer.add(atom, c / cols * kSwizzleBlockCols);
+  outer.constant += groups.constant / cols * kSwizzleBlockCols;
+  return {to_expr(outer), to_expr(rest)};
+}
+
 }  // namespace tessel

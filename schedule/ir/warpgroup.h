@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "schedule/lower/arith.h"
 #include "schedule/te/expr.h"
 
 namespace tessel {
@@ -54,5 +55,17 @@ Expr wg_register_base(const std::vector<Expr>& origin, const std::vector<int64_t
 // other), and after it (where it is stored). Copies follow each other: index may pass R * C.
 int64_t swizzle_block_index(int64_t index, int64_t rows, int64_t cols);
 int64_t swizzled_index(int64_t index, int64_t rows, int64_t cols);
+
+// A flat index into copies of a swizzled R x C tile, split so that the permutation is computed on
+// as little of it as possible: for every value of the variables within their ranges,
+// swizzled_index(index) = outer + swizzled_index(rest), and the same for swizzle_block_index. The
+// permutation carries whole copies of the tile and whole groups of 8 rows (its period) rigidly,
+// so their terms move to `outer` (row groups scaled from C to 64 columns a row): the part left
+// inside is typically a thread's own chunk, computed once, while the copy and the row group
+// become constant offsets. When the rest cannot be proven to stay inside one copy, rest = index.
+struct SwizzleSplit {
+  Expr outer, rest;
+};
+SwizzleSplit split_swizzled_index(const Expr& index, int64_t rows, int64_t cols, const VarRanges& ranges);
 
 }  // namespace tessel

@@ -76,6 +76,57 @@ TEST_CASE("warpgroup layouts: each accumulator register holds one element of its
   CHECK(swizzled_index(72, 8, 64) == 64);
 }
 
+TEST_CASE("a swizzled index splits into what the permutation carries rigidly and the part it permutes",
+          "[cuda][warpgroup]") {
+  const Expr s = make_var("s", kInt64), j = make_var("j", kInt64), y = make_var("y", kInt64), t = make_var("t", kInt64);
+  struct Case {
+    int64_t rows, cols;
+    Expr index;
+    VarRanges ranges;
+    bool splits;  // whether anything moves outside the permutation
+  };
+  const std::vector<Case> cases = {
+      // A copy s of a 64 x 256 tile, 8-row chunks j, half-tiles y, a thread's chunk t.
+      {64, 256, s * make_int(16384) + j * make_int(2048) + y * make_int(1024) + t * make_int(8) + make_int(4096),
+       {{"s", {0, 3}}, {"j", {0, 5}}, {"y", {0, 1}}, {"t", {0, 127}}}, true},
+      // One column block: every multiple of 8 rows moves out, whatever the range.
+      {128, 64, s * make_int(8192) + j * make_int(2048) + t * make_int(8) + make_int(8200),
+       {{"s", {0, 3}}, {"j", {0, 3}}, {"t", {0, 255}}}, true},
+      // A thread's chunks reach past one copy: nothing is proven, nothing moves.
+      {8, 128, t * make_int(8), {{"t", {0, 300}}}, false},
+      // Row groups that would carry the rest into the next copy stay inside the permutation.
+      {16, 128, s * make_int(2048) + j * make_int(1024) + t * make_int(8), {{"s", {0, 1}}, {"j", {0, 1}}, {"t", {0, 200}}},
+       false},
+  };
+  for (const Case& c : cases) {
+    INFO(to_string(c.index) << " in a " << c.rows << " x " << c.cols << " tile");
+    const SwizzleSplit split = split_swizzled_index(c.index, c.rows, c.cols, c.ranges);
+    CHECK(!is_int_value(split.outer, 0) == c.splits);
+    // Every combination of the variables' values: the split form gives the same places.
+    std::vector<std::pair<std::string, Interval>> vars(c.ranges.begin(), c.ranges.end());
+    std::vector<int64_t> value(vars.size());
+    for (size_t v = 0; v < vars.size(); ++v) value[v] = *vars[v].second.lo;
+    int64_t checked = 0;
+    while (true) {
+      auto at = [&](Expr e) {
+        for (size_t v = 0; v < vars.size(); ++v) e = substitute(e, vars[v].first, make_int(value[v]));
+        return *as_int(simplify_expr(e));
+      };
+      const int64_t i = at(c.index), outer = at(split.outer), rest = at(split.rest);
+      if (swizzled_index(i, c.rows, c.cols) != outer + swizzled_index(rest, c.rows, c.cols) ||
+          swizzle_block_index(i, c.rows, c.cols) != outer + swizzle_block_index(rest, c.rows, c.cols)) {
+        FAIL("index " << i << ": outer " << outer << ", rest " << rest);
+      }
+      ++checked;
+      size_t v = 0;
+      while (v < vars.size() && value[v] == *vars[v].second.hi) value[v] = *vars[v].second.lo, ++v;
+      if (v == vars.size()) break;
+      ++value[v];
+    }
+    CHECK(checked > 100);
+  }
+}
+
 TEST_CASE("a bfloat16 matmul takes the warpgroup tensor cores by default: swizzled tiles in four copies, "
           "one group of products in flight", "[cuda][warpgroup]") {
   ComputeDAG dag = build_op("matmul", {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}, {"dtype", "bfloat16"}});

@@ -54,9 +54,7 @@ std::string megabytes(int64_t bytes) {
 Chosen choose(const ModelTask& task, const TuningLog* log, const TargetInfo& target, const BuildOptions& o,
               std::vector<std::string>& notes, std::optional<int64_t> scratch_budget = std::nullopt) {
   Chosen c;
-  GpuTargetSpec gpu{o.device.max_threads_per_block, o.device.max_shared_per_block};
-  gpu.warpgroup_mma = o.device.arch == "sm_90";
-  if (o.device.sm_count > 0) gpu.multiprocessors = o.device.sm_count;
+  GpuTargetSpec gpu = gpu_target_spec(o.device);
   if (scratch_budget) {
     gpu.max_scratch_bytes = std::max<int64_t>(1, *scratch_budget);  // 0 there: no limit
     gpu.scratch_alignment = kArenaAlignment;  // counted as the memory plan places it

@@ -32,9 +32,10 @@ class Tuner {
  public:
   Tuner(const std::vector<TuneTask>& tasks, TuningLog& log, const TuneOptions& options, TuningMachine& machine,
         const TuneCallbacks& callbacks)
-      : model_(make_cost_model(options.costmodel, options.target, options.model_path, options.seed)),
-        session_{options, log, machine, TargetInfo{}, *model_, callbacks} {
-    for (size_t i = 0; i < tasks.size(); ++i) tasks_.push_back(std::make_unique<TuningTask>(tasks[i], i, options));
+      : options_(options),
+        model_(make_cost_model(options.costmodel, options.target, options.model_path, options.seed)),
+        session_{options_, log, machine, TargetInfo{}, *model_, callbacks} {
+    for (size_t i = 0; i < tasks.size(); ++i) tasks_.push_back(std::make_unique<TuningTask>(tasks[i], i, options_));
   }
 
   std::vector<TaskStatus> run() {
@@ -200,6 +201,11 @@ class Tuner {
   void open() {
     tasks_[0]->start_measurer(session_);  // the first task's measurer names the target (a GPU's name, driver)
     session_.target = session_.machine.target();
+    // GPU schedules for the GPU measured on: its limits, its multiprocessors, its tensor cores.
+    if (std::optional<CudaDeviceInfo> device = session_.machine.device()) {
+      options_.gpu = gpu_target_spec(*device, options_.gpu);
+      for (auto& task : tasks_) task->retarget();
+    }
     std::vector<TuningTask::LoggedTrials> logged;
     for (auto& task : tasks_) logged.push_back(task->resume(session_));
     session_.log.begin_session(
@@ -320,6 +326,7 @@ class Tuner {
   }
 
   const Clock::time_point start_ = Clock::now();
+  TuneOptions options_;  // the session's, the GPU's description taken from the device measured on
   std::unique_ptr<CostModel> model_;
   SessionContext session_;
   std::vector<std::unique_ptr<TuningTask>> tasks_;

@@ -117,6 +117,8 @@ class LocalMachine : public TuningMachine {
     return m;
   }
 
+  std::optional<CudaDeviceInfo> device() const override { return device_; }
+
   TargetInfo target() const override {
     if (kind_ == TargetKind::Llvm) return host_llvm_target();
     TESSEL_CHECK(device_.has_value(), "the GPU's target is known once a measurer has started");
@@ -154,6 +156,15 @@ TargetInfo cuda_target(const CudaDeviceInfo& d) {
   t.driver_version = d.driver_version;
   t.toolkit_version = "NVRTC";
   return t;
+}
+
+GpuTargetSpec gpu_target_spec(const CudaDeviceInfo& device, GpuTargetSpec base) {
+  base.max_threads_per_block = device.max_threads_per_block;
+  base.max_shared_bytes = device.max_shared_per_block;
+  base.max_shared_bytes_tensor_core = std::min(base.max_shared_bytes_tensor_core, device.max_shared_per_block_optin);
+  base.warpgroup_mma = device.arch == "sm_90";
+  if (device.sm_count > 0) base.multiprocessors = device.sm_count;
+  return base;
 }
 
 }  // namespace tessel

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "codegen/cuda/cuda_backend.h"
 #include "database/tuning_log.h"
 #include "measure/measurer.h"
 #include "schedule/target_kind.h"
+#include "search/target_spec.h"
 
 namespace tessel {
 
@@ -22,6 +24,9 @@ class TuningMachine {
   // The target the records are filed under; known once a measurer has been made (a GPU's name and
   // driver come from its runner).
   virtual TargetInfo target() const = 0;
+  // The GPU measured on, once a measurer has been made; none for the CPU or a machine that does
+  // not say (its GPU schedules then keep the options' description).
+  virtual std::optional<CudaDeviceInfo> device() const { return std::nullopt; }
 };
 
 // `gpus`: with cuda, the GPUs to measure on, by index among those visible (empty: the first one).
@@ -33,5 +38,8 @@ std::unique_ptr<TuningMachine> local_machine(TargetKind kind, const std::vector<
 TargetInfo host_llvm_target();
 // A GPU as a tuning-log target (kind "cuda").
 TargetInfo cuda_target(const CudaDeviceInfo& device);
+// What GPU schedules of `device` may use: its block limits, its multiprocessors, and Hopper's
+// warpgroup tensor cores only on sm_90 (other GPUs cannot compile them). The rest from `base`.
+GpuTargetSpec gpu_target_spec(const CudaDeviceInfo& device, GpuTargetSpec base = {});
 
 }  // namespace tessel

@@ -39,7 +39,8 @@ TuningTask::TuningTask(const TuneTask& task, size_t index, const TuneOptions& op
     : task(task),
       policy(task.dag, search_target(options), options.search, options.seed * 1000003 + index),
       default_trace(default_trace_of(task.dag, options)),
-      options_(options) {
+      options_(options),
+      index_(index) {
   default_steps_key_ = trace_steps_key(default_trace);
   policy.reserve(default_trace);  // measured first, by the tuner; never proposed
   timings.set_default(trace_to_json(default_trace));
@@ -47,6 +48,16 @@ TuningTask::TuningTask(const TuneTask& task, size_t index, const TuneOptions& op
   status.workload_key = task.dag.workload_key();
   status.budget = options.trials;
   status.weight = task.weight;
+}
+
+void TuningTask::retarget() {
+  TESSEL_CHECK(status.trials == 0 && !had_round, "a task is retargeted before it takes in any trial");
+  policy = SearchPolicy(task.dag, search_target(options_), options_.search, options_.seed * 1000003 + index_);
+  default_trace = default_trace_of(task.dag, options_);
+  default_steps_key_ = trace_steps_key(default_trace);
+  policy.reserve(default_trace);
+  timings = ScheduleTimings{};
+  timings.set_default(trace_to_json(default_trace));
 }
 
 TuningTask::LoggedTrials TuningTask::resume(const SessionContext& session) {

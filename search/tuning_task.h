@@ -99,6 +99,9 @@ class TuningTask {
   CandidateMeasurer& measurer(const SessionContext& session);
   // Makes the measurer now (the session's first task, whose measurer names the target).
   void start_measurer(const SessionContext& session) { measurer(session); }
+  // Makes the search space and the default schedule again from the options (the GPU's description
+  // updated from the device the session measures on). Before resume(): the search knows nothing yet.
+  void retarget();
   WorkloadInfo workload() const;
   // The status's best and default from the timings (the ranking rule replay uses).
   void refresh_latencies();
@@ -117,6 +120,7 @@ class TuningTask {
  private:
   std::unique_ptr<CandidateMeasurer> measurer_;
   const TuneOptions& options_;
+  size_t index_;                   // among the session's tasks: seeds its search
   std::string default_steps_key_;  // the default's steps, to know its trial in the log
 };
 

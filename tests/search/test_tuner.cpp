@@ -1,7 +1,7 @@
 // The tuning loop (search/tuner.h) on a stand-in machine whose timings are a function of each
 // schedule's lowered program: the budget and resume, the default first, retimes and the yardstick,
 // the ranking rule shared with replay, the time budget, progress callbacks, and the real cost model
-// guiding the search.
+// guiding the search; GPU schedules for the GPU the session measures on.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "costmodel/features.h"
 #include "schedule/ops/op_library.h"
 #include "search/default_schedule.h"
+#include "search/gpu_schedule.h"
 #include "search/tuner.h"
 #include "tests/search/stand_in_machine.h"
 
@@ -356,4 +357,75 @@ TEST_CASE("tuner: two tuners of one log keep its budget between them", "[search]
       trials_of(log.records(tasks[0].dag.workload_key(), StandInMachine().target()));
   CHECK(trials.size() == 12);  // not 24: the budget belongs to the log
   CHECK(log.trial_count(tasks[0].dag.workload_key(), StandInMachine().target()) == 12);
+}
+
+namespace {
+
+// A GPU that times every schedule alike and says what it is, keeping the candidates it was given.
+class StandInGpu : public TuningMachine {
+ public:
+  explicit StandInGpu(std::string arch) { device_.name = "stand-in GPU", device_.arch = std::move(arch); }
+
+  struct Measurer : CandidateMeasurer {
+    explicit Measurer(StandInGpu* gpu) : gpu(gpu) {}
+    std::vector<MeasureResult> measure(const std::vector<Candidate>& candidates,
+                                       const std::function<void(size_t, const MeasureResult&)>& on_result) override {
+      std::vector<MeasureResult> results;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        gpu->traces.push_back(candidates[i].trace);
+        MeasureResult r;
+        r.median_s = 1e-3;
+        r.samples_s = {r.median_s};
+        if (on_result) on_result(i, r);
+        results.push_back(r);
+      }
+      return results;
+    }
+    void on_build_progress(std::function<void(size_t, size_t)>) override {}
+    void set_run_timeout(double) override {}
+    const std::string& settings_json() const override { return settings; }
+    StandInGpu* gpu;
+    std::string settings = R"({"flush":false})";
+  };
+
+  std::unique_ptr<CandidateMeasurer> measurer(const ComputeDAG&, const MeasureOptions&) override {
+    return std::make_unique<Measurer>(this);
+  }
+  TargetInfo target() const override { return cuda_target(device_); }
+  std::optional<CudaDeviceInfo> device() const override { return device_; }
+
+  std::vector<Trace> traces;
+
+ private:
+  CudaDeviceInfo device_;
+};
+
+bool takes_warpgroup_tiles(const Trace& t) {
+  return std::any_of(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.kind == StepKind::StorageSwizzle; });
+}
+
+}  // namespace
+
+TEST_CASE("tuner: GPU schedules are for the GPU measured on, warpgroup tensor cores only on sm_90",
+          "[search][tuner]") {
+  const std::vector<TuneTask> tasks = {
+      TuneTask{"matmul", build_op("matmul", {{"M", "256"}, {"N", "192"}, {"K", "128"}, {"dtype", "bfloat16"}}), 1}};
+  TuneOptions o = small_options(24, 8);
+  o.target = TargetKind::Cuda;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    INFO(arch);
+    TempLog scratch;
+    TuningLog log = scratch.open();
+    StandInGpu gpu(arch);
+    tune(tasks, log, o, gpu);
+    REQUIRE(gpu.traces.size() >= 24);  // the trials, then the leaders timed again
+    const bool hopper = std::string(arch) == "sm_90";
+    GpuTargetSpec spec;
+    spec.warpgroup_mma = hopper;
+    // The default comes first, as the device's default, and the search stays within what it runs.
+    CHECK(trace_steps_key(gpu.traces.front()) == trace_steps_key(default_gpu_schedule(tasks[0].dag, spec)));
+    CHECK(takes_warpgroup_tiles(gpu.traces.front()) == hopper);
+    if (!hopper)
+      for (const Trace& t : gpu.traces) CHECK_FALSE(takes_warpgroup_tiles(t));
+  }
 }

@@ -343,7 +343,8 @@ Expr fold(const Expr& e, const VarRanges& ranges) {
         if (e->op == ExprOp::FloorDiv) return make_int(q);
         return q == 0 ? a[0] : to_expr(linearize(a[0]).plus(LinearForm{{}, q * *k}, -1));
       }
-      // (x * k + y) / k == x + y / k when the split is exact: pull out multiples of k.
+      // (x * k + y) / k == x + y / k and (x * k + y) % k == y % k, for any y (floor division): the
+      // multiples of k come out, and the rest's quotient is zero where its bounds say so.
       LinearForm f = linearize(a[0]);
       LinearForm whole, rest;
       for (const auto& [atom, c] : f.terms) {
@@ -354,8 +355,9 @@ Expr fold(const Expr& e, const VarRanges& ranges) {
       rest.constant = floor_mod(f.constant, *k);
       if (whole.is_constant() && whole.constant == 0) return nullptr;
       Interval rb = bound_linear(rest, ranges);
-      if (!(rb.lo && rb.hi && *rb.lo >= 0 && *rb.hi < *k)) return nullptr;
-      return e->op == ExprOp::FloorDiv ? to_expr(whole) : to_expr(rest);
+      if (rb.lo && rb.hi && *rb.lo >= 0 && *rb.hi < *k) return e->op == ExprOp::FloorDiv ? to_expr(whole) : to_expr(rest);
+      const Expr left = make_binary(e->op, to_expr(rest), a[1]);
+      return e->op == ExprOp::FloorDiv ? to_expr(whole.plus(linearize(left))) : left;
     }
     case ExprOp::Min: case ExprOp::Max: {
       if (is_scalar_int(e)) {

@@ -125,6 +125,7 @@ TEST_CASE("floor division, modulo and select", "[cuda][printer]") {
   CHECK(has(p.source, "((i - 50) >> 3)"));
   CHECK(has(p.source, "((i - 50) & 7)"));
   CHECK(has(p.source, "tessel_floordiv((i - 50), (-3))"));
+  CHECK(has(p.source, "const int i = threadIdx.x;"));  // negative quotients and remainders in 32 bits
   CHECK(has(p.source, "fmaxf(A[i], 0.5f)"));
   CHECK(has(p.source, "fminf(A[i], (-0.5f))"));
   CHECK(has(p.source, " ? "));

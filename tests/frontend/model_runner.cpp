@@ -12,10 +12,39 @@
 using namespace tessel;
 
 namespace tessel_test {
+
+namespace {
+
+// A value's bytes from a 64-byte boundary, as kernels are built to assume of their buffers, zeroed
+// past its end (slack for vector loads).
+class AlignedBytes {
+ public:
+  void resize(size_t n) {
+    if (n <= size_) return;
+    std::vector<uint8_t> fresh(n + 2 * kAlignment, 0);
+    if (size_) std::memcpy(align(fresh.data()), data(), size_);
+    raw_.swap(fresh);
+    size_ = n;
+  }
+  uint8_t* data() { return align(raw_.data()); }
+  const uint8_t* data() const { return align(const_cast<uint8_t*>(raw_.data())); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  static constexpr uintptr_t kAlignment = 64;
+  static uint8_t* align(uint8_t* p) { return p + (kAlignment - reinterpret_cast<uintptr_t>(p) % kAlignment) % kAlignment; }
+  std::vector<uint8_t> raw_;
+  size_t size_ = 0;
+};
+
+}  // namespace
 std::map<std::string, TensorData> run_model_cpu(const Model& model, const std::map<std::string, TensorData>& inputs) {
-  std::map<std::string, std::vector<uint8_t>> values;
+  std::map<std::string, AlignedBytes> values;
   auto store = [&](const std::string& name, const TensorData& data) {
-    values[name].assign(data.bytes(), data.bytes() + data.byte_size());
+    AlignedBytes& b = values[name];
+    b.resize(data.byte_size());
+    if (data.byte_size() > 0) std::memcpy(b.data(), data.bytes(), data.byte_size());
   };
   for (const auto& [name, data] : inputs) store(name, data);
   for (const auto& [name, value] : model.graph.values())
@@ -29,7 +58,7 @@ std::map<std::string, TensorData> run_model_cpu(const Model& model, const std::m
       // A placeholder p<k> stands for the subgraph's input k.
       const std::string& value =
           p.is_output ? s.output : s.inputs.at(static_cast<size_t>(std::stoll(p.name.substr(1))));
-      std::vector<uint8_t>& b = values[value];
+      AlignedBytes& b = values[value];
       if (!p.is_output && b.empty()) throw Error("no data for '" + value + "', read by " + s.summary);
       if (b.size() < bytes + 64) b.resize(bytes + 64);  // slack past the end for vector loads
       args.push_back(b.data());
@@ -44,8 +73,8 @@ std::map<std::string, TensorData> run_model_cpu(const Model& model, const std::m
       for (int64_t d : info.shape) e *= d;
       return e;
     }();
-    const std::vector<uint8_t>& b = values.at(name);
-    std::vector<uint8_t> bytes(b.begin(), b.begin() + n * dtype_bytes(info.dtype));
+    const AlignedBytes& b = values.at(name);
+    std::vector<uint8_t> bytes(b.data(), b.data() + n * dtype_bytes(info.dtype));
     out.emplace(name, TensorData(info.dtype, info.shape, std::move(bytes), name));
   }
   return out;

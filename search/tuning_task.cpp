@@ -41,9 +41,7 @@ TuningTask::TuningTask(const TuneTask& task, size_t index, const TuneOptions& op
       default_trace(default_trace_of(task.dag, options)),
       options_(options),
       index_(index) {
-  default_steps_key_ = trace_steps_key(default_trace);
-  policy.reserve(default_trace);  // measured first, by the tuner; never proposed
-  timings.set_default(trace_to_json(default_trace));
+  adopt_default();
   status.name = task.name;
   status.workload_key = task.dag.workload_key();
   status.budget = options.trials;
@@ -54,9 +52,13 @@ void TuningTask::retarget() {
   TESSEL_CHECK(status.trials == 0 && !had_round, "a task is retargeted before it takes in any trial");
   policy = SearchPolicy(task.dag, search_target(options_), options_.search, options_.seed * 1000003 + index_);
   default_trace = default_trace_of(task.dag, options_);
-  default_steps_key_ = trace_steps_key(default_trace);
-  policy.reserve(default_trace);
   timings = ScheduleTimings{};
+  adopt_default();
+}
+
+void TuningTask::adopt_default() {
+  default_steps_key_ = trace_steps_key(default_trace);
+  policy.reserve(default_trace);  // measured first, by the tuner; never proposed
   timings.set_default(trace_to_json(default_trace));
 }
 

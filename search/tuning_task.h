@@ -118,6 +118,9 @@ class TuningTask {
   int64_t last_record_id = 0;   // the newest record of the task taken in from the log
 
  private:
+  // The search and the timings told of the default trace.
+  void adopt_default();
+
   std::unique_ptr<CandidateMeasurer> measurer_;
   const TuneOptions& options_;
   size_t index_;                   // among the session's tasks: seeds its search

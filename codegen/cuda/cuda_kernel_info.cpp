@@ -41,11 +41,10 @@ class IndexRanges {
 
   // The loop's variable ranges over [min, min + extent - 1]; false when that is not bounded.
   bool enter(const Stmt& loop) {
-    Interval lo = range(loop->min), n = range(loop->extent);
-    Interval v{lo.lo, std::nullopt};
-    if (lo.hi && n.hi) v.hi = checked(*lo.hi + *n.hi - 1);
+    const Interval v = loop_range(loop->min, loop->extent, ranges_);
     ranges_[loop->var] = v;
-    return fits_32(lo) && fits_32(v) && fits_32(Interval{checked_sum(lo.lo, n.lo), checked_sum(lo.hi, n.hi)});
+    // The printed loop compares with min + extent: one past the variable's last value.
+    return fits(loop->min) && fits(loop->extent) && fits_32(v) && v.hi && *v.hi < kMax;
   }
   void leave(const Stmt& loop) { ranges_.erase(loop->var); }
 
@@ -55,10 +54,6 @@ class IndexRanges {
   static std::optional<int64_t> checked(int64_t v) {
     if (v > kMax * 4 || v < kMin * 4) return std::nullopt;  // well past 32 bits: unbounded is as good
     return v;
-  }
-  static std::optional<int64_t> checked_sum(std::optional<int64_t> a, std::optional<int64_t> b) {
-    if (!a || !b) return std::nullopt;
-    return checked(*a + *b);
   }
   static bool fits_32(const Interval& r) { return r.lo && r.hi && *r.lo >= kMin && *r.hi <= kMax; }
 
@@ -95,8 +90,6 @@ class IndexRanges {
       default: return {};
     }
   }
-
-  static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
   // Marks in `fits` a node that involves a variable and does not fit; returns (variable, data):
   // whether the node's value involves a loop variable, and whether it involves a loaded or

@@ -68,10 +68,7 @@ void CudaPrinter::block(const Stmt& body) {
 void CudaPrinter::define_var(const Stmt& loop) {
   if (!vars_.insert(loop->var).second)
     throw CompileError("cuda codegen: loop variable '" + loop->var + "' is defined twice");
-  Interval lo = bound_of(loop->min, ranges_), n = bound_of(loop->extent, ranges_);
-  Interval range{lo.lo, std::nullopt};
-  if (lo.hi && n.hi && *n.hi < INT64_MAX / 4 && *lo.hi < INT64_MAX / 4) range.hi = *lo.hi + *n.hi - 1;
-  ranges_[loop->var] = range;
+  ranges_[loop->var] = loop_range(loop->min, loop->extent, ranges_);
 }
 
 void CudaPrinter::undefine_var(const Stmt& loop) {

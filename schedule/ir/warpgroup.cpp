@@ -45,7 +45,7 @@ SwizzleSplit split_swizzled_index(const Expr& index, int64_t rows, int64_t cols,
   // The permutation's period: 8 rows of 64 elements within a column block, 8 rows of C elements
   // of the logical tile.
   constexpr int64_t kPeriod = 8 * kSwizzleBlockCols;
-  auto floor_multiple = [](int64_t v, int64_t m) { return (v >= 0 ? v / m : -((-v + m - 1) / m)) * m; };
+  auto floor_multiple = [](int64_t v, int64_t m) { return floor_div(v, m) * m; };
   if (cols == kSwizzleBlockCols) {
     // One column block: copies follow each other row after row, and the permutation of i is
     // i ^ (((i / 64) % 8) * 8) for every i.

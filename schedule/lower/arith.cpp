@@ -11,14 +11,14 @@
 
 namespace tessel {
 
-namespace {
-
 int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+
+namespace {
 
 bool is_scalar_int(const Expr& e) { return e->type == kInt64; }
 
@@ -254,6 +254,13 @@ Interval bound_atom(const Expr& e, const VarRanges& ranges) {
 Interval bound_of(const Expr& e, const VarRanges& ranges) {
   if (!is_scalar_int(e)) return {};
   return bound_linear(linearize(e), ranges);
+}
+
+Interval loop_range(const Expr& min, const Expr& extent, const VarRanges& ranges) {
+  const Interval lo = bound_of(min, ranges), n = bound_of(extent, ranges);
+  Interval r{lo.lo, std::nullopt};
+  if (lo.hi && n.hi) r.hi = checked_add(checked_add(lo.hi, n.hi), std::optional<int64_t>(-1));
+  return r;
 }
 
 std::optional<bool> prove(const Expr& cond, const VarRanges& ranges) {

@@ -53,6 +53,14 @@ using VarRanges = std::map<std::string, Interval>;
 // Bounds of an integer expression given variable ranges (unknown variables are unbounded).
 Interval bound_of(const Expr& e, const VarRanges& ranges);
 
+// The range of a loop's variable, [min, min + extent - 1], from the bounds of both.
+Interval loop_range(const Expr& min, const Expr& extent, const VarRanges& ranges);
+
+// Division rounding toward negative infinity and its remainder (the sign of b), as the IR's
+// FloorDiv and FloorMod compute them.
+int64_t floor_div(int64_t a, int64_t b);
+int64_t floor_mod(int64_t a, int64_t b);
+
 // Proves a boolean condition true or false under the ranges; nullopt when it cannot.
 std::optional<bool> prove(const Expr& cond, const VarRanges& ranges);
 

@@ -49,7 +49,11 @@ LoweredFunc lower(const State& state, const std::string& name, const LowerOption
   }
   f.body = simplify(f.body);
   after("simplify");
-  f.body = loop_partition(f.body);
+  // On the GPU a condition may differ between the threads of a block, and a loop emitted once for
+  // each of its answers would then split the block at a barrier: only its IfThenElse guards there.
+  LoopPartitionOptions partition;
+  partition.selects = options.target == LowerTarget::Cpu;
+  f.body = loop_partition(f.body, partition);
   f.body = simplify(f.body);
   after("loop_partition");
   f.body = vectorize_loops(f.body);

@@ -175,7 +175,9 @@ TEST_CASE("loop_partition pass on a hand-built tiled loop", "[lower][loop_partit
   Stmt undecidable = loop("o", 4, make_if(v("o") < v("n"), make_store("B", v("o"), make_float(1.0))));
   CHECK(count_op(loop_partition(undecidable), StmtOp::For) == 1);
   // max_partitions = 0 disables it.
-  CHECK(count_op(loop_partition(nest, 0), StmtOp::For) == 2);
+  LoopPartitionOptions none;
+  none.max_partitions = 0;
+  CHECK(count_op(loop_partition(nest, none), StmtOp::For) == 2);
 }
 
 TEST_CASE("loop_partition through lower(): interior tiles are guard-free, the last tile is guarded", "[lower][loop_partition]") {
@@ -195,6 +197,95 @@ TEST_CASE("loop_partition through lower(): interior tiles are guard-free, the la
   REQUIRE(guards.size() == 1);
   CHECK(to_string(guards[0]->cond).find("61") != std::string::npos);
   require_correct(dag, t);
+}
+
+namespace {
+int count_selects(const Stmt& s) {
+  int n = 0;
+  visit_exprs(s, [&](const Expr& e) {
+    rewrite(e, [&](const Expr& x) -> Expr {
+      n += x->op == ExprOp::Select;
+      return nullptr;
+    });
+  });
+  return n;
+}
+}  // namespace
+
+TEST_CASE("loop_partition hoists a padding's bounds test out of the window loops", "[lower][loop_partition]") {
+  // parallel o in 0..9: for r in 0..3: B[o] = B[o] + select(o + r >= 1 && o + r < 10, A[o + r - 1], 0)
+  Expr row = v("o") + v("r");
+  Expr cond = logical_and(row >= make_int(1), row < make_int(10));
+  Expr read = make_select(cond, fload("A", row - make_int(1)), make_float(0.0));
+  Stmt body = make_store("B", v("o"), fload("B", v("o")) + read);
+  LoopPartitionOptions with;
+  with.selects = true;
+  {
+    // A short parallel loop is not peeled: inside it, both bounds of the row are decided once per
+    // o (o >= 1, o + 2 < 10) before the r loop, which runs guard-free where both hold.
+    Stmt nest = loop("o", 9, loop("r", 3, body), ForKind::Parallel);
+    Stmt parted = simplify(loop_partition(nest, with));
+    INFO(to_string(parted));
+    std::vector<Stmt> ifs;
+    visit(parted, [&](const Stmt& x) {
+      if (x->op == StmtOp::IfThenElse) ifs.push_back(x);
+    });
+    REQUIRE(ifs.size() >= 2);
+    for (const Stmt& i : ifs) {
+      CHECK(uses_var(i->cond, "o"));
+      CHECK_FALSE(uses_var(i->cond, "r"));
+    }
+    CHECK(count_selects(ifs[0]->body[0]) > 0);   // the row o = 8, whose last tap is padding
+    CHECK(count_selects(ifs[1]->body[0]) == 0);  // 1 <= o <= 7
+    CHECK(count_selects(parted) > 0);            // o = 0 and o = 8
+  }
+  {
+    // A serial loop has its first and last iterations peeled off instead; all that is left of
+    // the select is the padding's zeros.
+    Stmt parted = simplify(loop_partition(loop("o", 9, loop("r", 3, body)), with));
+    INFO(to_string(parted));
+    CHECK(count_selects(parted) == 0);
+    std::vector<Stmt> main = loops_named(parted, "o");
+    REQUIRE(main.size() == 1);
+    CHECK(is_int_value(main[0]->min, 1));
+    CHECK(is_int_value(main[0]->extent, 7));
+  }
+  // Without `selects` (the GPU's lowering) the select stays where it was.
+  Stmt nest = loop("o", 9, loop("r", 3, body));
+  CHECK(count_op(loop_partition(nest), StmtOp::For) == 2);
+  CHECK(count_selects(loop_partition(nest)) == 1);
+}
+
+TEST_CASE("loop_partition peels a window's first column off when only it reads the padding", "[lower][loop_partition]") {
+  // for c in 0..4: for rw in 0..3: B[c] += select(c * 2 + rw >= 1, A[c * 2 + rw - 1], 0): only c = 0,
+  // rw = 0 reads the padding; hoisting decides c >= 1 before the rw loop, and at c = 0 the rw loop's
+  // first iteration comes off.
+  Expr col = v("c") * make_int(2) + v("rw");
+  Expr read = make_select(col >= make_int(1), fload("A", col - make_int(1)), make_float(0.0));
+  Stmt nest = loop("c", 4, loop("rw", 3, make_store("B", v("c"), fload("B", v("c")) + read)));
+  LoopPartitionOptions with;
+  with.selects = true;
+  Stmt parted = simplify(loop_partition(nest, with));
+  INFO(to_string(parted));
+  CHECK(count_selects(parted) == 0);
+  bool peeled = false;  // a loop over rw from 1
+  visit(parted, [&](const Stmt& x) {
+    if (x->op == StmtOp::For && x->var == "rw" && is_int_value(x->min, 1)) peeled = true;
+  });
+  CHECK(peeled);
+}
+
+TEST_CASE("loop_partition through lower(): a convolution with inlined padding reads its input guard-free inside", "[lower][loop_partition]") {
+  // Odd sizes, stride 2: the padding touches the first row and column only.
+  for (const char* stride : {"1", "2"}) {
+    ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "5"}, {"H", "13"}, {"W", "11"}, {"F", "3"}, {"KH", "3"},
+                                         {"KW", "3"}, {"pad", "1"}, {"stride", stride}});
+    Trace t{{compute_inline_step("pad"), split_step("Y", "ow", {4})}};
+    LoweredFunc f = lower(replay(dag, t), "conv");
+    INFO(to_string(f));
+    CHECK(count_op(f.body, StmtOp::IfThenElse) > 0);
+    require_correct(dag, t);
+  }
 }
 
 // --- inject_predicates / bound inference ------------------------------------------------------------

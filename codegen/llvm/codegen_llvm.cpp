@@ -442,6 +442,11 @@ llvm::Value* CodeGenLLVM::emit_floor_div_mod(const Expr& e, llvm::Value* a, llvm
     return b_.CreateAnd(a, llvm::ConstantInt::get(t, (uint64_t(1) << shift) - 1));
   }
   llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+  // A divisor of zero (in the data, or in the lanes of a select's side that a masked load filled
+  // with zeros) would trap the process: it divides by one instead. The result is the IR's to leave
+  // undefined, not the machine's to crash on.
+  if (!llvm::isa<llvm::Constant>(b))
+    b = b_.CreateSelect(b_.CreateICmpEQ(b, zero), llvm::ConstantInt::get(a->getType(), 1), b);
   llvm::Value* rem = b_.CreateSRem(a, b);
   llvm::Value* signs_differ = b_.CreateICmpSLT(b_.CreateXor(rem, b), zero);
   llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero), signs_differ);

@@ -154,6 +154,34 @@ TEST_CASE("floordiv and floormod round toward negative infinity", "[codegen][llv
   }
 }
 
+TEST_CASE("an integer division by a zero in the data, or under a select's mask, does not trap", "[codegen][llvm]") {
+  // Q[v] = select(B[v] != 0, A[v] floordiv B[v], -1) on 8 lanes: the division's side is evaluated in
+  // every lane, its masked-off lanes loading zeros; and a plain division by zero.
+  const int lanes = 8;
+  Expr ramp = make_ramp(var("v") * lanes, make_int(1), lanes);
+  Expr a = iload("A", ramp), b = iload("B", ramp);
+  Stmt body = make_seq({
+      make_store("Q", ramp, make_select(make_binary(ExprOp::NE, b, make_broadcast(make_int(0), lanes)), make_binary(ExprOp::FloorDiv, a, b),
+                                        make_broadcast(make_int(-1), lanes))),
+      make_store("R", ramp, make_binary(ExprOp::FloorMod, a, b)),
+  });
+  std::vector<BufferParam> params{param("A", DType::Int64, 16), param("B", DType::Int64, 16),
+                                  param("Q", DType::Int64, 16, true), param("R", DType::Int64, 16, true)};
+  auto kernel = jit_compile(LoweredFunc{"zero_divisors", params, serial("v", 2, body)});
+  AlignedBuffer<int64_t> av(16), bv(16), q(16), r(16);
+  for (int k = 0; k < 16; ++k) {
+    av[k] = 3 * k - 20;
+    bv[k] = k % 3 == 0 ? 0 : k % 5 - 2;
+  }
+  void* args[] = {av.data(), bv.data(), q.data(), r.data()};
+  kernel->run(args);
+  auto floor_div = [](int64_t x, int64_t y) { return static_cast<int64_t>(std::floor(double(x) / double(y))); };
+  for (int k = 0; k < 16; ++k) {
+    CAPTURE(k, av[k], bv[k]);
+    REQUIRE(q[k] == (bv[k] != 0 ? floor_div(av[k], bv[k]) : -1));
+  }
+}
+
 TEST_CASE("vector floordiv and floormod", "[codegen][llvm]") {
   // Q[ramp] = ramp(-17 + 8v, 1, 8) floordiv 5, R = ... floormod 5.
   Expr r = make_ramp(var("v") * 8 - 17, make_int(1), 8);

@@ -53,6 +53,10 @@ LoweredFunc lower(const State& state, const std::string& name, const LowerOption
   // each of its answers would then split the block at a barrier: only its IfThenElse guards there.
   LoopPartitionOptions partition;
   partition.selects = options.target == LowerTarget::Cpu;
+  // A convolution's bounds tests, hoisted for each side of the input and peeled at each tile of
+  // the border, take more partitions than the tails of non-divisible splits: with 16, a 3x3
+  // convolution of 64 channels at 56x56 kept tests in its inner loops and ran 1.6x slower.
+  if (partition.selects) partition.max_partitions = 48;
   f.body = loop_partition(f.body, partition);
   f.body = simplify(f.body);
   after("loop_partition");

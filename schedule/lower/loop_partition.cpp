@@ -80,16 +80,17 @@ Stmt assume(const Stmt& s, const Expr& c, bool value) {
 Expr hoisted_condition(const Guard& g, const std::set<std::string>& bound) {
   const Expr& c = g.cond;
   if (c->args.size() != 2 || c->args[0]->type != kInt64 || c->args[1]->type != kInt64) return nullptr;
-  Expr diff;  // the guard is diff >= 0
+  // The guard as form >= 0.
+  const LinearForm a = linearize(c->args[0]), b = linearize(c->args[1]);
+  LinearForm form;
   switch (c->op) {
-    case ExprOp::GE: diff = c->args[0] - c->args[1]; break;
-    case ExprOp::GT: diff = c->args[0] - c->args[1] - 1; break;
-    case ExprOp::LE: diff = c->args[1] - c->args[0]; break;
-    case ExprOp::LT: diff = c->args[1] - c->args[0] - 1; break;
+    case ExprOp::GE: form = a.plus(b, -1); break;
+    case ExprOp::GT: form = a.plus(b, -1); form.constant -= 1; break;
+    case ExprOp::LE: form = b.plus(a, -1); break;
+    case ExprOp::LT: form = b.plus(a, -1); form.constant -= 1; break;
     default: return nullptr;
   }
   LinearForm outer, inner;
-  const LinearForm form = linearize(diff);
   outer.constant = form.constant;
   for (const auto& [atom, coeff] : form.terms) {
     size_t inside = 0;
@@ -118,11 +119,15 @@ class Partitioner {
       return with_body(s, body);
     }
     const int64_t *lo = as_int(s->min), *n = as_int(s->extent);
+    const bool hoisting = hoist && options_.selects && budget_ > 0;
+    // Peeling a short parallel loop would cost more parallelism than the guard costs time.
+    const bool can = lo && n && *n >= 2 && budget_ > 0 &&
+                     (s->for_kind == ForKind::Serial || (s->for_kind == ForKind::Parallel && *n >= kMinParallelToPeel));
     std::vector<Guard> guards;
     std::set<std::string> bound;
     VarRanges inner;
-    collect_guards(s, options_.selects, inner, guards, bound);
-    if (hoist && options_.selects && budget_ > 0) {
+    if (hoisting || can) collect_guards(s, options_.selects, inner, guards, bound);
+    if (hoisting) {
       for (const Guard& g : guards) {
         if (!g.select) continue;  // a non-divisible split's guard: its last tile is peeled instead
         Expr c = hoisted_condition(g, bound);
@@ -139,9 +144,6 @@ class Partitioner {
         return make_if(c, then_case, otherwise);
       }
     }
-    // Peeling a short parallel loop would cost more parallelism than the guard costs time.
-    bool can = lo && n && *n >= 2 && budget_ > 0 &&
-               (s->for_kind == ForKind::Serial || (s->for_kind == ForKind::Parallel && *n >= kMinParallelToPeel));
     const Peel peel = can ? peel_for(s, guards, outer, *lo, *n) : Peel::None;
     if (peel != Peel::None) {
       --budget_;

@@ -58,8 +58,8 @@ def parse_args():
                    "outputs are checked against torch's float32 run at torch.testing's rtol for the type")
     p.add_argument("--max-compile-s", type=float, default=0,
                    help="give up on a torch.compile mode whose first call takes longer (0: wait however long); "
-                   "the autotuning it finished stays in inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR), "
-                   "and a later run resumes from it")
+                   "part of the autotuning it finished may stay in inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR) "
+                   "for a later run to resume from, not reliably")
     return p.parse_args()
 
 

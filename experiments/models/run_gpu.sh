@@ -19,9 +19,10 @@
 # builds with `tessel build --no-memory-target` (cuda: the fastest records, whatever their scratch).
 # DTYPE=bf16 or fp16 stores the model in 16 bits (`--dtype`) and times torch in that type; its logs
 # are OUT/MODEL_bBATCH_bf16.db. TORCH_CACHE=DIR keeps torch inductor's and Triton's on-disk caches
-# there: a max-autotune compile stopped at MAX_COMPILE_S leaves its finished autotuning in them, and
-# a later run with the same folder (copied between hosts of one kind) resumes from it, so a compile
-# longer than one run is done in bounded steps; the compile time a run reports is then its own step's.
+# there: a max-autotune compile stopped at MAX_COMPILE_S may leave part of its finished autotuning in
+# them for a later run with the same folder (copied between hosts of one kind) to resume from, though
+# not reliably: a resumed compile can autotune again what the stopped one had finished. The compile
+# time a run reports is its own step's.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}

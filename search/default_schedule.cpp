@@ -10,7 +10,7 @@
 //    (a matrix-vector product) runs chunks of its columns in parallel instead.
 //  - window over channels in blocks (a depthwise convolution or a pool in NCHWc): rows in parallel,
 //    a register tile of adjacent outputs along the row, each a vector of the block's channels, with
-//    the window's loops outside it; the padded rows a task reads are computed in the task.
+//    the window's loops outside it; padding inlined.
 //  - elementwise: all axes fused, split into vectors, outer part parallel.
 #include "search/default_schedule.h"
 
@@ -153,23 +153,20 @@ class DefaultScheduler {
   // Rows (the axes before the row, fused) in parallel; each row in tiles of kWindowTile outputs
   // (a length that divides the row where one is near), the window's loops outside the tile so that
   // each weight vector (a depthwise filter tap) is loaded once per tile and the tile's accumulators
-  // stay in registers. Padding is computed per row: its few padded input rows stay in cache, where
-  // a padded copy of the whole input computed up front would go through memory (a depthwise
-  // convolution of MobileNetV2 ran 2.9x slower so on two cores).
+  // stay in registers. Padding is inlined, as a contraction's is: the lowering's loop partitioning
+  // decides its bounds tests once per tile at the border and leaves the other tiles' window
+  // guard-free. A padded copy of the input costs a pass over memory when computed up front (a
+  // depthwise convolution of MobileNetV2 ran 2.9x slower so on two cores) and a copy of three
+  // input rows per output row when computed per task (1.1-2.7x slower than inlined for each of
+  // MobileNetV2's depthwise convolutions on two cores, 2.0-2.7x from 14x14 to 112x112).
   void schedule_blocked_window(const Operation& window, const Operation& out) {
     std::string compute = window.name;
     if (window.name == out.name) {
       apply(cache_write_step(out.name, MemScope::Local));
       compute = cache_stage_name(out.name, MemScope::Local);
     }
-    std::vector<std::string> pads;
-    for (const Operation& op : dag_.ops()) {
-      if (op.is_placeholder || op.name == out.name || op.name == window.name) continue;
-      if (is_padding(op))
-        pads.push_back(op.name);
-      else
-        apply(compute_inline_step(op.name));
-    }
+    for (const Operation& op : dag_.ops())
+      if (!op.is_placeholder && op.name != out.name && op.name != window.name) apply(compute_inline_step(op.name));
     std::vector<std::string> loops = state().stage(out.name).leaf_names();
     const std::string row = loops[loops.size() - 2], block = loops.back();
     const int64_t tile = dividing_tile(extent_of(out.name, row), kWindowTile);
@@ -187,10 +184,7 @@ class DefaultScheduler {
     if (rows.size() > 1 && apply(fuse_step(out.name, rows))) par = state().stage(out.name).leaf_names()[0];
     apply(annotate_step(out.name, par, Annotation::Parallel));
     apply(annotate_step(out.name, block, Annotation::Vectorize));
-    if (!apply(compute_at_step(compute, out.name, rows.back() == row ? par : tile_loop))) {
-      for (const std::string& pad : pads) schedule_padding(pad);
-      return;
-    }
+    if (!apply(compute_at_step(compute, out.name, rows.back() == row ? par : tile_loop))) return;
     // The computed stage per tile: [outer spatial..., window..., row (unrolled), block (vector)].
     const Stage& cs = state().stage(compute);
     std::vector<std::string> spatial, reduce;
@@ -202,13 +196,6 @@ class DefaultScheduler {
     apply(annotate_step(compute, spatial[spatial.size() - 2], Annotation::Unroll));
     apply(annotate_step(compute, reduce.back(), Annotation::Unroll));
     apply(annotate_step(compute, spatial.back(), Annotation::Vectorize));
-    for (const std::string& pad : pads) {
-      if (!apply(compute_at_step(pad, out.name, par))) {
-        schedule_padding(pad);
-        continue;
-      }
-      apply(annotate_step(pad, state().stage(pad).leaf_names().back(), Annotation::Vectorize));
-    }
   }
 
   // Row-wise: out[rows..., cols]; every reduction over the last axis.

@@ -165,8 +165,7 @@ class DefaultScheduler {
       apply(cache_write_step(out.name, MemScope::Local));
       compute = cache_stage_name(out.name, MemScope::Local);
     }
-    for (const Operation& op : dag_.ops())
-      if (!op.is_placeholder && op.name != out.name && op.name != window.name) apply(compute_inline_step(op.name));
+    inline_all_but_reduction(window.name, out.name);
     std::vector<std::string> loops = state().stage(out.name).leaf_names();
     const std::string row = loops[loops.size() - 2], block = loops.back();
     const int64_t tile = dividing_tile(extent_of(out.name, row), kWindowTile);
@@ -355,7 +354,7 @@ class DefaultScheduler {
       apply(cache_write_step(out.name, MemScope::Local));
       compute = cache_stage_name(out.name, MemScope::Local);
     }
-    inline_all_but_contraction(contraction.name, out.name);
+    inline_all_but_reduction(contraction.name, out.name);
     const Operation c = state().op(compute);  // a copy: every applied step replaces the state
     size_t rank = c.axes.size();
     auto [u, v, w] = contraction_axes(c);
@@ -557,9 +556,10 @@ class DefaultScheduler {
     return most;
   }
 
-  void inline_all_but_contraction(const std::string& contraction, const std::string& out) {
+  // Every stage but the reduction (a contraction or a blocked window) and the output inlined.
+  void inline_all_but_reduction(const std::string& reduction, const std::string& out) {
     for (const Operation& op : dag_.ops()) {
-      if (op.is_placeholder || op.name == out || op.name == contraction || op.reduce != ReduceKind::None) continue;
+      if (op.is_placeholder || op.name == out || op.name == reduction || op.reduce != ReduceKind::None) continue;
       // Padding is inlined as a bounds test on each read: the lowering's loop partitioning peels
       // the window's first row and column off and decides the test there once per tile, so the
       // inner loops read the input guard-free. Computed up front instead, the padded copy of the

@@ -123,6 +123,18 @@ inline void require_round_trip(const ComputeDAG& dag, const Trace& trace) {
   CHECK(replay(dag, back).to_string() == replay(dag, trace).to_string());
 }
 
+// The selects in a lowered statement's expressions (an inlined padding's bounds tests left inside).
+inline int count_selects(const Stmt& s) {
+  int n = 0;
+  visit_exprs(s, [&](const Expr& e) {
+    rewrite(e, [&](const Expr& x) -> Expr {
+      n += x->op == ExprOp::Select;
+      return nullptr;
+    });
+  });
+  return n;
+}
+
 inline std::vector<int64_t> leaf_extents(const Stage& s) {
   std::vector<int64_t> out;
   for (int l : s.leaves) out.push_back(s.vars[l].extent);

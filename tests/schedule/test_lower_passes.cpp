@@ -199,19 +199,6 @@ TEST_CASE("loop_partition through lower(): interior tiles are guard-free, the la
   require_correct(dag, t);
 }
 
-namespace {
-int count_selects(const Stmt& s) {
-  int n = 0;
-  visit_exprs(s, [&](const Expr& e) {
-    rewrite(e, [&](const Expr& x) -> Expr {
-      n += x->op == ExprOp::Select;
-      return nullptr;
-    });
-  });
-  return n;
-}
-}  // namespace
-
 TEST_CASE("loop_partition hoists a padding's bounds test out of the window loops", "[lower][loop_partition]") {
   // parallel o in 0..9: for r in 0..3: B[o] = B[o] + select(o + r >= 1 && o + r < 10, A[o + r - 1], 0)
   Expr row = v("o") + v("r");

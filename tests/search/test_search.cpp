@@ -21,6 +21,7 @@
 #include "search/schedule_patterns.h"
 #include "search/search_policy.h"
 #include "search/task_scheduler.h"
+#include "tests/schedule/schedule_test_util.h"
 
 using namespace tessel;
 
@@ -508,16 +509,8 @@ TEST_CASE("CPU default of a depthwise convolution in channel blocks: padding inl
       if (x->op == StmtOp::For && x->var == "rh") windows.push_back(x);
     });
     REQUIRE_FALSE(windows.empty());
-    CHECK(std::any_of(windows.begin(), windows.end(), [](const Stmt& w) {
-      bool select = false;
-      visit_exprs(w, [&](const Expr& e) {
-        rewrite(e, [&](const Expr& x) -> Expr {
-          select = select || x->op == ExprOp::Select;
-          return nullptr;
-        });
-      });
-      return !select;
-    }));
+    CHECK(std::any_of(windows.begin(), windows.end(),
+                      [](const Stmt& w) { return schedtest::count_selects(w) == 0; }));
     HostTensors inputs = make_random_inputs(dag, 7);
     CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
   }

@@ -8,10 +8,10 @@
 
 namespace tessel {
 
-int64_t channel_block(int64_t channels) {
-  if (channels > 0 && channels % 16 == 0) return 16;
-  if (channels > 0 && channels % 8 == 0) return 8;
-  return 0;
+int64_t channel_block(int64_t channels, int64_t widest) {
+  if (channels <= 0) return 0;
+  if (widest > 8 && channels % widest == 0) return widest;
+  return channels % 8 == 0 ? 8 : 0;
 }
 
 namespace {
@@ -39,7 +39,7 @@ struct ConvBlocks {
   bool depthwise = false;
 };
 
-std::optional<ConvBlocks> conv_blocks(const Graph& graph, const Node& node) {
+std::optional<ConvBlocks> conv_blocks(const Graph& graph, const Node& node, int64_t widest) {
   if (node.op_type != "Conv" || node.inputs.size() < 2 || node.outputs.size() != 1) return std::nullopt;
   const Value& x = graph.value(node.inputs[0]);
   const Value& w = graph.value(node.inputs[1]);
@@ -56,9 +56,9 @@ std::optional<ConvBlocks> conv_blocks(const Graph& graph, const Node& node) {
   blocks.depthwise = groups != 1;
   if (blocks.depthwise && (groups != channels || filters != channels || w.info.shape[1] != 1)) return std::nullopt;
   if (!blocks.depthwise && w.info.shape[1] != channels) return std::nullopt;
-  blocks.output = channel_block(filters);
+  blocks.output = channel_block(filters, widest);
   if (blocks.output == 0) return std::nullopt;
-  blocks.input = blocks.depthwise ? blocks.output : channel_block(channels);
+  blocks.input = blocks.depthwise ? blocks.output : channel_block(channels, widest);
   return blocks;
 }
 
@@ -86,13 +86,13 @@ bool single_constant(const Graph& graph, const std::string& name) {
 
 class Rewriter {
  public:
-  explicit Rewriter(Graph& graph) : graph_(graph) {}
+  Rewriter(Graph& graph, int64_t widest) : graph_(graph), widest_(widest) {}
 
   void run() {
     std::vector<Node> nodes = std::move(graph_.nodes);
     graph_.nodes.clear();
     for (Node& node : nodes) {
-      if (std::optional<ConvBlocks> blocks = conv_blocks(graph_, node))
+      if (std::optional<ConvBlocks> blocks = conv_blocks(graph_, node, widest_))
         conv(node, *blocks);
       else if (is_pool(graph_, node) && blocked_.count(node.inputs[0]))
         pool(node);
@@ -228,11 +228,12 @@ class Rewriter {
   }
 
   Graph& graph_;
+  int64_t widest_;
   std::map<std::string, std::string> blocked_;  // NCHW value → the blocked value a FromNCHWc makes it from
 };
 
 }  // namespace
 
-void block_channels(Graph& graph) { Rewriter(graph).run(); }
+void block_channels(Graph& graph, int64_t widest) { Rewriter(graph, widest).run(); }
 
 }  // namespace tessel

@@ -3,7 +3,7 @@
 // and stores its outputs a vector at a time whatever its stride, and a depthwise one keeps each
 // channel in its lane.
 //
-//   1. Every 2-D Conv with constant weights whose output channels fill whole blocks (16, else 8) —
+//   1. Every 2-D Conv with constant weights whose output channels fill whole blocks —
 //      groups 1 or depthwise — becomes ConvNCHWc (frontend/op_library.h) with its weights repacked
 //      here, once: X → [ToNCHWc] → ConvNCHWc → FromNCHWc → the Conv's output name. Its input stays
 //      NCHW when its channels do not fill whole blocks (an image's three).
@@ -25,10 +25,13 @@
 
 namespace tessel {
 
-// The block a tensor of `channels` channels gets: 16 or 8 when it divides them, else 0 (stays NCHW).
-int64_t channel_block(int64_t channels);
+// The block a tensor of `channels` channels gets: `widest` (a CPU's float lanes per vector: 16 with
+// AVX-512, 8 with AVX2, as oneDNN picks nChw16c or nChw8c) when it divides them, else 8 when that
+// does, else 0 (stays NCHW). A block of one vector keeps a kernel's register tile in whole vectors;
+// a block of two vectors on AVX2 left the depthwise and wide-window kernels 2-7x slower.
+int64_t channel_block(int64_t channels, int64_t widest);
 
-// Rewrites `graph` in place (topological order kept).
-void block_channels(Graph& graph);
+// Rewrites `graph` in place (topological order kept), in blocks of at most `widest` channels.
+void block_channels(Graph& graph, int64_t widest);
 
 }  // namespace tessel

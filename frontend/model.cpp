@@ -34,7 +34,7 @@ Model load_model(const std::string& path, const ImportOptions& options, TargetKi
                      " with operators tessel does not support at opset " + std::to_string(m.graph.opset) + " (" + list +
                      "): " + nodes + (unsupported.size() > 5 ? "; ..." : ""));
   }
-  if (target == TargetKind::Llvm && options.cpu_channel_blocks) block_channels(m.graph);
+  if (target == TargetKind::Llvm && options.cpu_channel_block > 0) block_channels(m.graph, options.cpu_channel_block);
   m.partition = partition(m.graph);
   store_in(options.storage, m.graph, m.partition);
   m.tasks = extract_tasks(m.partition, default_roofline(target));

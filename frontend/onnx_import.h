@@ -20,9 +20,11 @@ struct ImportOptions {
   // sequence length). Every dimension of an input must end up static: one the model leaves
   // symbolic needs a shape here, and a shape given must match the dimensions the model fixes.
   std::map<std::string, std::vector<int64_t>> input_shapes;
-  // For the CPU (llvm): convolutions and pools in channel blocks (frontend/channel_blocks.h). Off,
-  // every tensor stays in the model's NCHW. A log tuned one way has no records for the other's tasks.
-  bool cpu_channel_blocks = true;
+  // For the CPU (llvm): convolutions and pools with channels in blocks of up to this many
+  // (frontend/channel_blocks.h), the float lanes of the CPU's vectors: 16 with AVX-512, 8 with AVX2
+  // (the command line takes the host's). 0 keeps every tensor in the model's NCHW. A log tuned with
+  // one block has no records for another's tasks.
+  int64_t cpu_channel_block = 16;
   // The weights and the values between kernels in float32, or in float16 / bfloat16 with each kernel
   // computing in float32 (frontend/storage_dtype.h); the model's inputs and outputs stay float32.
   DType storage = DType::Float32;

@@ -248,6 +248,7 @@ class SketchSteps {
         r0.push_back(ax);
       }
     }
+    order_register_tile(compute, spatial, s2);
     // Packing reorders the outer spatial tiles: the packed operand's axes first, it is packed at
     // the last of them, and the other axes' tiles below reuse the packed copy.
     std::string packed, pack_loop;
@@ -266,6 +267,37 @@ class SketchSteps {
     apply(annotate_step(compute, s2.back(), Annotation::Vectorize));
     apply(pragma_step(compute, order.front(), "auto_unroll_max_step",
                       d_.choose(compute + ".auto_unroll", kUnrollSteps, DecisionKind::Unroll)));
+  }
+
+  // The register tile's loops (`s2`, one per spatial axis, the vector axis last) in the order that
+  // keeps the fewest operand vectors live. Inside a tile [A, B, vector] each FMA takes one vector
+  // of the operand read along the vector axis (a convolution's weights, selected by B's axes when
+  // they are its axes) and one broadcast of the other (an input pixel, selected by A's): the inner
+  // group's values stay live across the outer group's iterations, one of the outer's at a time. So
+  // the group with the smaller tile goes inside: with 16 vector registers (AVX2) a tile of 6 pixels
+  // by 2 blocks of output channels then holds 12 accumulators, 2 weight vectors and a broadcast,
+  // where the pixels inside kept 6 broadcasts live and spilled (a 1x1 convolution of 1024 to 256
+  // channels at 14x14 ran 1.1x slower on two cores).
+  void order_register_tile(const std::string& compute, const std::vector<std::string>& spatial,
+                           std::vector<std::string>& s2) const {
+    if (s2.size() < 3 || s2.size() != spatial.size()) return;
+    const Operation& op = b_.state().op(compute);
+    Expr vector_operand;
+    for (const Expr& read : tensor_reads(op.body))
+      if (read_uses_axis(read, spatial.back())) vector_operand = read;
+    if (!vector_operand) return;
+    std::vector<std::string> theirs, others;  // the vector operand's axes, the rest
+    int64_t their_tile = 1, other_tile = 1;
+    for (size_t a = 0; a + 1 < s2.size(); ++a) {
+      const bool uses = read_uses_axis(vector_operand, spatial[a]);
+      (uses ? theirs : others).push_back(s2[a]);
+      (uses ? their_tile : other_tile) *= extent(compute, s2[a]);
+    }
+    std::vector<std::string> ordered = their_tile <= other_tile ? others : theirs;
+    const std::vector<std::string>& inside = their_tile <= other_tile ? theirs : others;
+    ordered.insert(ordered.end(), inside.begin(), inside.end());
+    ordered.push_back(s2.back());
+    s2 = ordered;
   }
 
   // The operand to pack: a read along the last spatial axis (the vectorized one) that misses

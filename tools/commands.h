@@ -176,7 +176,7 @@ int cmd_build(const BuildArgs& args);         // tools/build_command.cpp
 int cmd_run_model(const RunModelArgs& args);  // tools/run_model_command.cpp
 struct ImportOptions;
 // The import options of `--input-shape NAME=8x128 ...` (InputError for a malformed or repeated one)
-// and `--cpu-layout blocked|nchw`.
+// and `--cpu-layout blocked|nchw` (blocked: channels in blocks of the host's vector lanes).
 ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks,
                              const std::string& dtype);
 // tessel costmodel train / eval (tools/costmodel_command.cpp).

@@ -95,7 +95,7 @@ int cmd_demo(const DemoArgs& args) {
   std::ofstream(onnx, std::ios::binary) << demo_cnn_onnx();
   const std::string db = args.db.empty() ? dir + "/tuning.db" : args.db;
 
-  const Model model = load_model(onnx, ImportOptions{}, TargetKind::Llvm);
+  const Model model = load_model(onnx, import_options({}, true, ""), TargetKind::Llvm);
   std::cout << "tessel demo: a small CNN (" << model.graph.nodes.size() << " ONNX nodes: convolutions, batch norm, "
             << "ReLU, a residual add, pooling, a classifier) becomes " << model.partition.subgraphs.size()
             << " kernels; " << model.tasks.size() << " distinct ones are tuned on this CPU.\n\n";

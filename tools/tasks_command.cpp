@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "codegen/llvm/llvm_backend.h"
 #include "frontend/model.h"
 #include "schedule/te/error.h"
 #include "tools/commands.h"
@@ -41,7 +42,8 @@ nlohmann::json task_json(const ModelTask& t, double share) {
 ImportOptions import_options(const std::vector<std::string>& input_shapes, bool cpu_channel_blocks,
                              const std::string& dtype) {
   ImportOptions o;
-  o.cpu_channel_blocks = cpu_channel_blocks;
+  // Blocks of one vector of this CPU (the layout its tuning log and its builds share).
+  o.cpu_channel_block = cpu_channel_blocks ? host_vector_lanes() : 0;
   if (!dtype.empty()) o.storage = parse_dtype_option(dtype);
   for (const std::string& spec : input_shapes) {
     auto [name, shape] = parse_input_shape(spec);

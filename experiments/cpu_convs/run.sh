@@ -10,10 +10,10 @@
 # SHAPE is one of the names below (default: all). LAYOUT is tessel's layout: nchw, nchw8c or
 # nchw16c (channels in blocks; input, weights and output laid out ahead, outside the timing),
 # nchw-to-nchw16c (the input as NCHW, weights and output in blocks), nchw8c-to-nchw16c (the input
-# in blocks of 8), or auto: as a model's layout pass chooses (frontend/channel_blocks.h): the
-# output's channels in blocks of 16 where they divide F, else of 8, else nchw; the input's likewise
-# by C (left NCHW when its channels fill no block of 8, an image's 3). Needs build/tools/tessel and
-# Debian's python3-torch.
+# in blocks of 8), or auto: as a model's layout pass chooses on this CPU (frontend/channel_blocks.h):
+# the output's channels in blocks of one vector (16 with AVX-512, 8 with AVX2) where they divide F,
+# else of 8, else nchw; the input's likewise by C (left NCHW when its channels fill no block of 8, an
+# image's 3). Needs build/tools/tessel and Debian's python3-torch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${T:-build/tools/tessel}
@@ -25,6 +25,8 @@ ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-$(nproc)}
 LAYOUT=${LAYOUT:-auto}
 DB=$WORK/cpu_convs.db
+WIDEST=8  # a vector's float lanes, as tessel detects them: 16 with AVX-512
+grep -qw avx512f /proc/cpuinfo && WIDEST=16
 # name: N C H W F KH KW stride pad groups (batch 1): every distinct convolution of ResNet-50 and of
 # MobileNetV2 (torchvision's), in the order the models run them
 declare -A SHAPES=(
@@ -104,9 +106,9 @@ for name in "${ORDER[@]}"; do
   [ -n "$spec" ] || { echo "error: unknown shape '$name'" >&2; exit 2; }
   read -r n c h w f kh kw s p g <<< "$spec"
   layout=$LAYOUT
-  if [ "$LAYOUT" = auto ]; then  # as a model's layout pass: each side in blocks of 16, else 8, else NCHW
+  if [ "$LAYOUT" = auto ]; then  # as a model's layout pass: each side in blocks of a vector, else 8, else NCHW
     block() {
-      if [ $(($1 % 16)) = 0 ]; then echo nchw16c; elif [ $(($1 % 8)) = 0 ]; then echo nchw8c; else echo nchw; fi
+      if [ $(($1 % WIDEST)) = 0 ]; then echo nchw${WIDEST}c; elif [ $(($1 % 8)) = 0 ]; then echo nchw8c; else echo nchw; fi
     }
     out=$(block "$f"); in=$(block "$c")
     [ "$g" = 1 ] || in=$out  # depthwise: the input in the output's blocks

@@ -79,11 +79,11 @@ onnx::ModelProto odd_net() {
   return m;
 }
 
-Model load(const TempDir& dir, bool blocks, TargetKind target = TargetKind::Llvm) {
+Model load(const TempDir& dir, int64_t widest_block, TargetKind target = TargetKind::Llvm) {
   const std::string path = dir.file("odd_net.onnx");
   write_file(path, serialize(odd_net()));
   ImportOptions options;
-  options.cpu_channel_blocks = blocks;
+  options.cpu_channel_block = widest_block;
   return load_model(path, options, target);
 }
 
@@ -96,7 +96,7 @@ int64_t count(const Graph& g, const std::string& op_type) {
 TEST_CASE("channel blocks: convs and pools run in blocks, conversions only at the model's edges",
           "[frontend][layout]") {
   TempDir dir;
-  const Model m = load(dir, true);
+  const Model m = load(dir, 16);
   const Graph& g = m.graph;
   CHECK(count(g, "Conv") == 0);
   CHECK(count(g, kConvBlocked) == 5);
@@ -116,17 +116,33 @@ TEST_CASE("channel blocks: convs and pools run in blocks, conversions only at th
     if (n.op_type != kConvBlocked) continue;
     const std::vector<int64_t>& w = g.value(n.inputs[1]).info.shape;
     const int64_t filters = w.front() * w.back();
-    CHECK(w.back() == channel_block(filters));
+    CHECK(w.back() == channel_block(filters, 16));
   }
   CHECK_FALSE(g.has_value("c1.w"));
   // The tasks' names keep the model's op names.
   for (const ModelTask& t : m.tasks) CHECK(t.name.find("NCHWc") == std::string::npos);
 }
 
+TEST_CASE("channel blocks: blocks of one AVX2 vector (8) wherever 16 would divide too", "[frontend][layout]") {
+  TempDir dir;
+  const Model m = load(dir, 8);
+  CHECK(count(m.graph, kConvBlocked) == 5);
+  for (const Node& n : m.graph.nodes)
+    if (n.op_type == kConvBlocked) CHECK(m.graph.value(n.inputs[1]).info.shape.back() == 8);
+  CHECK(channel_block(48, 8) == 8);
+  CHECK(channel_block(48, 16) == 16);
+  CHECK(channel_block(40, 16) == 8);
+  CHECK(channel_block(40, 4) == 8);  // a block is never narrower than 8
+  CHECK(channel_block(12, 16) == 0);
+}
+
 TEST_CASE("channel blocks: the blocked model computes what the NCHW model computes", "[frontend][layout]") {
   TempDir dir;
-  const Model blocked = load(dir, true), plain = load(dir, false);
+  const int64_t widest = GENERATE(16, 8);
+  CAPTURE(widest);
+  const Model blocked = load(dir, widest), plain = load(dir, 0);
   CHECK(count(plain.graph, kConvBlocked) == 0);
+  CHECK(count(blocked.graph, kConvBlocked) == 5);
   std::map<std::string, TensorData> inputs;
   inputs.emplace("x", TensorData::of_floats({1, 3, 13, 11}, values(3 * 13 * 11, 99)));
   const std::map<std::string, TensorData> want = run_model_cpu(plain, inputs);
@@ -143,7 +159,7 @@ TEST_CASE("channel blocks: the blocked model computes what the NCHW model comput
 
 TEST_CASE("channel blocks: only the CPU gets them, and a model may not hold the internal ops", "[frontend][layout]") {
   TempDir dir;
-  CHECK(count(load(dir, true, TargetKind::Cuda).graph, kConvBlocked) == 0);
+  CHECK(count(load(dir, 16, TargetKind::Cuda).graph, kConvBlocked) == 0);
   Graph g;
   g.set_value(Value{"x", {DType::Float32, {1, 16, 4, 4}}, std::nullopt});
   g.set_value(Value{"y", {DType::Float32, {1, 1, 4, 4, 16}}, std::nullopt});
@@ -160,7 +176,9 @@ TEST_CASE("channel blocks: only the CPU gets them, and a model may not hold the 
 
 TEST_CASE("channel blocks: random schedules of every sketch of the blocked kernels are correct", "[frontend][layout]") {
   TempDir dir;
-  const Model m = load(dir, true);
+  const int64_t widest = GENERATE(16, 8);
+  CAPTURE(widest);
+  const Model m = load(dir, widest);
   const CpuTargetSpec target{host_vector_lanes(), 2};
   int checked = 0;
   for (const ModelTask& task : m.tasks) {

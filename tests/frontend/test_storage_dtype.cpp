@@ -48,7 +48,7 @@ TEST_CASE("a model stored in 16 bits keeps its inputs and outputs in float32", "
   const std::string path = two_conv_file(dir);
   for (DType dtype : {DType::BFloat16, DType::Float16}) {
     ImportOptions options;
-    options.cpu_channel_blocks = false;
+    options.cpu_channel_block = 0;
     options.storage = dtype;
     const Model m = load_model(path, options, TargetKind::Llvm);
     INFO(to_string(dtype));

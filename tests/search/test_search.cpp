@@ -285,6 +285,34 @@ TEST_CASE("CPU contraction sketch: padding per output tile is computed beside th
   }
 }
 
+TEST_CASE("CPU sketches: a register tile keeps the smaller of its operand groups inside", "[search][sketch]") {
+  // A convolution in blocks of 8: the weights' vectors are selected by fo.2, the input's broadcasts
+  // by n.2, oh.2, ow.2. Whichever group's tile is smaller is the inner one (fewer live vectors).
+  ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "16"}, {"H", "9"}, {"W", "13"}, {"F", "40"}, {"KH", "3"},
+                                       {"KW", "3"}, {"pad", "1"}, {"layout", "nchw8c"}});
+  const Sketch sketch = cpu_sketches(dag, CpuTargetSpec{8, 2}).at(0);
+  int inside = 0, outside = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    Decider sampler(seed);
+    const Trace trace = apply_sketch(sketch, dag, sampler).trace;
+    const State state = replay(dag, trace);
+    const Stage& tile = state.stage("Y.local");
+    const std::vector<std::string> loops = tile.leaf_names();
+    auto position = [&](const std::string& loop) { return std::find(loops.begin(), loops.end(), loop) - loops.begin(); };
+    const auto end = static_cast<std::ptrdiff_t>(loops.size());
+    if (position("fo.2") == end || position("ow.2") == end || position("oh.2") == end) continue;
+    auto extent = [&](const std::string& loop) { return tile.vars[tile.find_var(loop)].extent; };
+    const int64_t pixels = extent("oh.2") * extent("ow.2") * (position("n.2") < end ? extent("n.2") : 1);
+    CAPTURE(seed, trace_to_json(trace, true));
+    const bool weights_inside = position("fo.2") > position("ow.2");
+    CHECK(weights_inside == (extent("fo.2") <= pixels));
+    CHECK(loops.back().rfind("fi", 0) == 0);  // the vector stays innermost
+    (weights_inside ? inside : outside) += 1;
+  }
+  CHECK(inside > 0);
+  CHECK(inside + outside >= 10);
+}
+
 TEST_CASE("CPU sketches: a depthwise convolution tiles its window, a row reduction does not", "[search][sketch]") {
   const OpParams depthwise = {{"N", "1"}, {"C", "6"}, {"H", "13"}, {"W", "19"}, {"F", "6"}, {"groups", "6"},
                               {"KH", "3"}, {"KW", "3"}, {"pad", "1"}, {"bias", "1"}, {"act", "relu"}};
@@ -388,6 +416,43 @@ TEST_CASE("CPU default of a convolution in channel blocks: two blocks of output 
   const Trace t5 = default_schedule(five, CpuTargetSpec{16, 2});
   CHECK_FALSE(has_split(t5, "fo", {2}));
   CHECK_FALSE(has_split(t5, "fo", {3}));
+}
+
+TEST_CASE("CPU default of a convolution in blocks of 8 with 16 vector registers: tiles that divide their axes",
+          "[search]") {
+  // AVX2: a register tile of r outputs of a row by b blocks, r dividing the row and b the blocks,
+  // 8 accumulators or more, one register spare, the fewest loads per FMA; rows of 7 take one block;
+  // a prime row (13) keeps 6 by 2, its last tile tested. The smaller of rows and blocks is the inner
+  // loop of the tile.
+  struct Want {
+    int64_t width, filters, rows, blocks;
+  };
+  for (const Want& want : {Want{14, 32, 2, 4}, Want{28, 32, 4, 2}, Want{7, 64, 7, 1}, Want{13, 32, 6, 2},
+                           Want{28, 24, 4, 2}}) {
+    ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "24"}, {"H", "5"}, {"W", std::to_string(want.width)},
+                                         {"F", std::to_string(want.filters)}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                                         {"layout", "nchw8c"}});
+    const Trace t = default_schedule(dag, CpuTargetSpec{8, 2});
+    CAPTURE(want.width, want.filters, trace_to_json(t, true));
+    const State state = replay(dag, t);
+    const Stage& tile = state.stage("Y.local");
+    const std::vector<std::string> loops = tile.leaf_names();
+    auto extent = [&](const std::string& loop) { return tile.vars[tile.find_var(loop)].extent; };
+    auto position = [&](const std::string& loop) { return std::find(loops.begin(), loops.end(), loop) - loops.begin(); };
+    REQUIRE(position("ow.1") < static_cast<std::ptrdiff_t>(loops.size()));
+    CHECK(extent("ow.1") == want.rows);
+    if (want.blocks > 1) {
+      REQUIRE(position("fo.1") < static_cast<std::ptrdiff_t>(loops.size()));
+      CHECK(extent("fo.1") == want.blocks);
+      CHECK((position("fo.1") < position("ow.1")) == (want.blocks > want.rows));
+    } else {
+      CHECK(position("fo.1") == static_cast<std::ptrdiff_t>(loops.size()));
+    }
+    if (host_vector_lanes() >= 8) {
+      HostTensors inputs = make_random_inputs(dag, 11);
+      CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
+    }
+  }
 }
 
 TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are read in chunks of channels",

@@ -380,7 +380,7 @@ class DefaultScheduler {
         const int64_t most_rows = std::min(kRegRows * kRegVectors, (registers - reg_blocks - 1) / reg_blocks);
         reg_rows = dividing_tile(tile_rows, most_rows);
       } else {
-        std::tie(reg_rows, reg_blocks) = small_register_tile(tile_rows, blocks, registers);
+        std::tie(reg_rows, reg_blocks) = small_register_tile(tile_rows, blocks, registers, has_window(c));
       }
     }
     // The output tile: u by tile_rows, v by kTileCols, outer loops fused and parallel.
@@ -528,13 +528,17 @@ class DefaultScheduler {
   //  1. r dividing the row and b the blocks (a tile past the end tests bounds on every
   //     accumulation: 6 by 2 on rows of 14 ran 1.3-2x slower than 2 by 4), b up to 4, the fewest
   //     loads per FMA, then the most rows;
-  //  2. else, with blocks in an odd number, r by 2 with the last blocks' tile tested (its test is
+  //  2. else, without a window (a pointwise convolution, whose row tile's test is peeled off with
+  //     the last tile), 2 by 4 with the row's last tile tested: 1.2-1.5x faster than 7 by 1 on
+  //     rows of 7 (2048 to 512 channels; 1024 to 2048 at stride 2);
+  //     else, with blocks in an odd number, r by 2 with the last blocks' tile tested (its test is
   //     outside the reduction): 144 to 24 channels at 56x56 ran 1.5x faster so than 8 by 1;
   //  3. else (rows of 7) the most rows from 4 to 8 that divide the row, one block: 7 by 1 ran a 3x3
   //     convolution of 512 channels at 7x7 2.5x faster than 6 by 2;
   //  4. else (a row of 13 or 61: no such divisor) 6 by 2, or 8 by 1, the last tile of the row
   //     tested (the lowering peels it off).
-  static std::pair<int64_t, int64_t> small_register_tile(int64_t rows, int64_t blocks, int64_t registers) {
+  static std::pair<int64_t, int64_t> small_register_tile(int64_t rows, int64_t blocks, int64_t registers,
+                                                         bool window) {
     std::pair<int64_t, int64_t> best{0, 0};
     double best_loads = 1.0;
     for (int64_t r = rows; r >= 1; --r)
@@ -548,6 +552,7 @@ class DefaultScheduler {
         }
       }
     if (best.first > 0) return best;
+    if (!window && rows > 2 && blocks % 4 == 0) return {2, 4};
     const int64_t pair_rows = (registers - 4) / 2;  // r by 2 with a spare register
     if (blocks >= 2)
       for (int64_t r = pair_rows - 1; r >= 4; --r)
@@ -558,15 +563,22 @@ class DefaultScheduler {
     return blocks >= 2 ? std::pair<int64_t, int64_t>{pair_rows, 2} : std::pair<int64_t, int64_t>{8, 1};
   }
 
-  // When a register tile of `reg_blocks` vectors of output channels of a convolution with a window
-  // reads more weights over its reduction than the L1 cache holds: the chunk of the first reduction
-  // axis (a divisor of it) whose weights fill at most half of L1. 0 when the weights fit, or `c` is
-  // not such a contraction. (Pointwise convolutions, no window, gained on some shapes and lost 8% on
-  // others, 512 to 256 channels at 28x28, on two cores: they keep their tiles.)
+  // Whether contraction `c` reduces over a window besides its channels (a 3x3 convolution, not a
+  // pointwise one).
+  static bool has_window(const Operation& c) {
+    return std::count_if(c.reduce_axes.begin(), c.reduce_axes.end(), [](const Axis& a) { return a.extent > 1; }) >= 2;
+  }
+
+  // When a register tile of `reg_blocks` vectors of output channels of a convolution reads more
+  // weights over its reduction than the L1 cache holds: the chunk of the first reduction axis (a
+  // divisor of it) whose weights fill at most half of L1. 0 when the weights fit, or `c` is not such
+  // a contraction. Pointwise convolutions (no window) keep their tiles with 32 vector registers:
+  // chunked, they gained on some shapes and lost 8% on others (512 to 256 channels at 28x28) on two
+  // cores. With 16 their register tiles are narrower, more of them a row each read the weights, and
+  // chunks ran 1024 to 256 or 512 channels at 14x14 8-10% and 512 to 1024 at stride 2 27% faster on
+  // two Zen 3 cores, and no shape slower.
   int64_t l1_reduce_chunk(const Operation& c, int v, int64_t reg_blocks) const {
-    const auto windowed = std::count_if(c.reduce_axes.begin(), c.reduce_axes.end(),
-                                        [](const Axis& a) { return a.extent > 1; });
-    if (c.reduce_axes.empty() || windowed < 2) return 0;
+    if (c.reduce_axes.empty() || (!has_window(c) && lanes_ >= 16)) return 0;
     int64_t weight_bytes = 0;
     for (const Expr& read : tensor_reads(c.body))
       if (read_uses_axis(read, c.axes[static_cast<size_t>(v)].name))

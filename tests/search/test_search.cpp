@@ -425,15 +425,17 @@ TEST_CASE("CPU default of a convolution in blocks of 8 with 16 vector registers:
   // a prime row (13) keeps 6 by 2, its last tile tested. The smaller of rows and blocks is the inner
   // loop of the tile.
   struct Want {
-    int64_t width, filters, rows, blocks;
+    int64_t width, filters, rows, blocks, window;
   };
-  for (const Want& want : {Want{14, 32, 2, 4}, Want{28, 32, 4, 2}, Want{7, 64, 7, 1}, Want{13, 32, 6, 2},
-                           Want{28, 24, 4, 2}}) {
+  // Without a window (pointwise), rows of 7 take 2 by 4, the last tile of the row tested.
+  for (const Want& want : {Want{14, 32, 2, 4, 3}, Want{28, 32, 4, 2, 3}, Want{7, 64, 7, 1, 3}, Want{13, 32, 6, 2, 3},
+                           Want{28, 24, 4, 2, 3}, Want{7, 64, 2, 4, 1}, Want{14, 32, 2, 4, 1}}) {
     ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "24"}, {"H", "5"}, {"W", std::to_string(want.width)},
-                                         {"F", std::to_string(want.filters)}, {"KH", "3"}, {"KW", "3"}, {"pad", "1"},
+                                         {"F", std::to_string(want.filters)}, {"KH", std::to_string(want.window)},
+                                         {"KW", std::to_string(want.window)}, {"pad", want.window == 3 ? "1" : "0"},
                                          {"layout", "nchw8c"}});
     const Trace t = default_schedule(dag, CpuTargetSpec{8, 2});
-    CAPTURE(want.width, want.filters, trace_to_json(t, true));
+    CAPTURE(want.width, want.filters, want.window, trace_to_json(t, true));
     const State state = replay(dag, t);
     const Stage& tile = state.stage("Y.local");
     const std::vector<std::string> loops = tile.leaf_names();
@@ -496,6 +498,21 @@ TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are r
   ComputeDAG pointwise = build_op("conv2d", {{"N", "1"}, {"C", "512"}, {"H", "14"}, {"W", "14"}, {"F", "64"},
                                              {"KH", "1"}, {"KW", "1"}, {"layout", "nchw16c"}});
   CHECK_FALSE(splits_rc(default_schedule(pointwise, CpuTargetSpec{16, 2})));
+  // With 16 vector registers a pointwise convolution's register tiles are narrower (2 by 4 on a
+  // row of 7, 64 KiB of weights over 512 channels): its channels go in chunks too, numerics checked
+  // with the row's last tile tested, at stride 2.
+  ComputeDAG pointwise8 = build_op("conv2d", {{"N", "1"}, {"C", "512"}, {"H", "13"}, {"W", "13"}, {"F", "32"},
+                                              {"KH", "1"}, {"KW", "1"}, {"stride", "2"}, {"layout", "nchw8c"}});
+  const Trace tp = default_schedule(pointwise8, CpuTargetSpec{8, 2});
+  INFO(trace_to_json(tp, true));
+  CHECK(splits_rc(tp));
+  CHECK(has_split(tp, "ow", {2}));
+  if (host_vector_lanes() >= 8) {
+    HostTensors p_inputs = make_random_inputs(pointwise8, 12);
+    CHECK(check_cpu_kernel(build_cpu_kernel(pointwise8, tp), p_inputs, evaluate_reference(pointwise8, p_inputs),
+                           pointwise8)
+              .correct);
+  }
 
   // Blocks of 8 (AVX2's lanes), 3x3 over 120 channels at 13x13 (68 KiB a tile): chunks of 40. With
   // 16 lanes the same blocks of 8 hold as many bytes; 72 channels (41 KiB a tile) fit.

@@ -455,6 +455,19 @@ TEST_CASE("CPU default of a convolution in blocks of 8 with 16 vector registers:
       CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
     }
   }
+  // A stem over an image in NCHW (7x7, stride 2, rows of 28): of the tiles as good by loads, the
+  // one of more blocks, and the window's seven columns unrolled.
+  ComputeDAG stem = build_op("conv2d", {{"N", "1"}, {"C", "3"}, {"H", "23"}, {"W", "55"}, {"F", "32"}, {"KH", "7"},
+                                        {"KW", "7"}, {"stride", "2"}, {"pad", "3"}, {"layout", "nchw-to-nchw8c"}});
+  const Trace ts = default_schedule(stem, CpuTargetSpec{8, 2});
+  INFO(trace_to_json(ts, true));
+  CHECK(has_split(ts, "ow", {2}));
+  CHECK(has_split(ts, "fo", {4}));
+  CHECK(has_annotation(ts, "rw", Annotation::Unroll));
+  if (host_vector_lanes() >= 8) {
+    HostTensors inputs = make_random_inputs(stem, 13);
+    CHECK(check_cpu_kernel(build_cpu_kernel(stem, ts), inputs, evaluate_reference(stem, inputs), stem).correct);
+  }
 }
 
 TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are read in chunks of channels",

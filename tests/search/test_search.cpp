@@ -455,6 +455,17 @@ TEST_CASE("CPU default of a convolution in blocks of 8 with 16 vector registers:
       CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
     }
   }
+  // A pointwise convolution over 64 channels with rows of 28: 6 by 2, the row's last tile tested.
+  ComputeDAG pointwise = build_op("conv2d", {{"N", "1"}, {"C", "64"}, {"H", "3"}, {"W", "28"}, {"F", "32"},
+                                             {"KH", "1"}, {"KW", "1"}, {"layout", "nchw8c"}});
+  const Trace tp = default_schedule(pointwise, CpuTargetSpec{8, 2});
+  CHECK(has_split(tp, "ow", {6}));
+  CHECK(has_split(tp, "fo", {2}));
+  if (host_vector_lanes() >= 8) {
+    HostTensors inputs = make_random_inputs(pointwise, 14);
+    CHECK(check_cpu_kernel(build_cpu_kernel(pointwise, tp), inputs, evaluate_reference(pointwise, inputs), pointwise)
+              .correct);
+  }
   // A stem over an image in NCHW (7x7, stride 2, rows of 28): of the tiles as good by loads, the
   // one of more blocks, and the window's seven columns unrolled.
   ComputeDAG stem = build_op("conv2d", {{"N", "1"}, {"C", "3"}, {"H", "23"}, {"W", "55"}, {"F", "32"}, {"KH", "7"},

@@ -33,7 +33,8 @@ constexpr int64_t kTileCols = 64;
 constexpr int64_t kL1Bytes = 48 << 10;  // a core's L1 data cache (Intel since Ice Lake; 32 KiB elsewhere)
 constexpr int64_t kWindowTile = 8;     // outputs along a row per register tile of a blocked window
 constexpr int64_t kMaxWindow = 64;     // a window reduction's largest window (larger: a row reduction)
-constexpr int64_t kUnrolledWindow = 5;  // a contraction's window columns unrolled from this many
+constexpr int64_t kUnrolledWindow = 5;  // a convolution's window columns unrolled from this many
+constexpr int64_t kMostUnrolledWindow = 11;  // ... up to this many
 constexpr int64_t kReduceChains = 4;  // independent accumulators in a vectorized reduction
 constexpr int64_t kColumnChunkVectors = 2;  // a matrix-vector product's parallel task: this many vectors
 constexpr int64_t kPrefetchMinBytes = int64_t(16) << 20;  // inputs this large stream from DRAM
@@ -520,10 +521,14 @@ class DefaultScheduler {
       apply(annotate_step(compute, cu + ".0", Annotation::Unroll));
     for (size_t r = 0; r + 1 < reg.size(); ++r) apply(annotate_step(compute, reg[r], Annotation::Unroll));
     apply(annotate_step(compute, reg.back(), Annotation::Vectorize));
-    // A wide window's column loop (a 7x7 stem's) is unrolled around the register tile: its seven
-    // steps of eight FMAs each ran 7% faster so on two Zen 3 cores (a 3x3 window's three: no gain).
-    if (!reduce.empty() && extent_of(compute, reduce.back()) >= kUnrolledWindow)
-      apply(annotate_step(compute, reduce.back(), Annotation::Unroll));
+    // With 16 vector registers a wide window's column loop (a 7x7 stem's) is unrolled around the
+    // register tile: its seven steps of eight FMAs each ran 7% faster so on two Zen 3 cores (a 3x3
+    // window's three: no gain).
+    if (lanes_ < 16 && has_window(c) && !reduce.empty()) {
+      const int64_t columns = extent_of(compute, reduce.back());
+      if (columns >= kUnrolledWindow && columns <= kMostUnrolledWindow)
+        apply(annotate_step(compute, reduce.back(), Annotation::Unroll));
+    }
   }
 
   // Whether contraction `c` reads its input with channels not in blocks (a model's first

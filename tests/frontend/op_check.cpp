@@ -70,17 +70,23 @@ const Array& feed_of(const OpGraph& g, const std::string& value) {
   return it->second;
 }
 
-// Kernel buffers typed by each parameter's dtype (float32, int64, one byte per bool), with a
-// vector's worth of slack past the end as tessel's own host buffers have.
+// Kernel buffers typed by each parameter's dtype (float32, int64, one byte per bool), 64-byte
+// aligned as compiled kernels assume (LLVM may emit aligned vector loads from it), with a vector's
+// worth of slack past the end as tessel's own host buffers have.
 struct TypedBuffer {
-  std::vector<uint64_t> words;  // 8-byte aligned storage
-  void* data() { return words.data(); }
+  static constexpr size_t kAlignmentWords = 8;  // 64 bytes
+  std::vector<uint64_t> words;
+  void* data() {
+    const auto address = reinterpret_cast<uintptr_t>(words.data());
+    const size_t skip = (kAlignmentWords - address / 8 % kAlignmentWords) % kAlignmentWords;
+    return words.data() + skip;
+  }
 };
 
 TypedBuffer make_buffer(const BufferParam& p, const Array* values) {
   const int64_t n = num_elements(p);
   TypedBuffer b;
-  b.words.assign(static_cast<size_t>(n + 16), 0);
+  b.words.assign(static_cast<size_t>(n + 16) + TypedBuffer::kAlignmentWords, 0);
   auto* f = static_cast<float*>(b.data());
   auto* i = static_cast<int64_t*>(b.data());
   auto* c = static_cast<uint8_t*>(b.data());

@@ -377,7 +377,12 @@ class DefaultScheduler {
       const int64_t blocks = w >= 0 ? extent_of(out.name, out_axes[w]) : 1;
       tile_rows = dividing_tile(extent_of(out.name, out_axes[u]), kTileRows);
       if (registers >= 32) {
-        if (blocks % 2 == 0) reg_blocks = 2;
+        // A window over blocked channels whose row tile takes rows in fours: 4 by 4, half a load
+        // per FMA instead of 7 by 2's 0.64 (3x3 convolutions of ResNet-50 at 56x56 ran 3-15%
+        // faster so on two Zen 4 cores; 128 channels at 28x28 the same; pointwise ones and the stem
+        // over an image gained nothing).
+        if (has_window(c) && !reads_unblocked_input(c, v) && blocks % 4 == 0 && tile_rows % 4 == 0) reg_blocks = 4;
+        else if (blocks % 2 == 0) reg_blocks = 2;
         else if (blocks % 3 == 0) reg_blocks = 3;  // 24 or 48 channels in blocks of 8
         const int64_t most_rows = std::min(kRegRows * kRegVectors, (registers - reg_blocks - 1) / reg_blocks);
         reg_rows = dividing_tile(tile_rows, most_rows);

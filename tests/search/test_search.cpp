@@ -411,6 +411,21 @@ TEST_CASE("CPU default of a convolution in channel blocks: two blocks of output 
   CHECK(check_cpu_kernel(build_cpu_kernel(three, t3), three_inputs, evaluate_reference(three, three_inputs), three)
             .correct);
   CHECK_FALSE(has_split(default_schedule(three, CpuTargetSpec{8, 2}), "fo", {3}));
+  // Four blocks under a window whose row tile takes rows in fours: 4 by 4 with 32 registers. A
+  // pointwise convolution, and a row of 14, keep two blocks.
+  auto four = [](const char* width, const char* window) {
+    return build_op("conv2d", {{"N", "1"}, {"C", "32"}, {"H", "9"}, {"W", width}, {"F", "64"}, {"KH", window},
+                               {"KW", window}, {"pad", std::string(window) == "3" ? "1" : "0"}, {"layout", "nchw16c"}});
+  };
+  ComputeDAG wide = four("28", "3");
+  const Trace t4 = default_schedule(wide, CpuTargetSpec{16, 2});
+  INFO(trace_to_json(t4, true));
+  CHECK(has_split(t4, "fo", {4}));
+  CHECK(has_split(t4, "ow", {4}));
+  HostTensors four_inputs = make_random_inputs(wide, 7);
+  CHECK(check_cpu_kernel(build_cpu_kernel(wide, t4), four_inputs, evaluate_reference(wide, four_inputs), wide).correct);
+  CHECK(has_split(default_schedule(four("28", "1"), CpuTargetSpec{16, 2}), "fo", {2}));
+  CHECK(has_split(default_schedule(four("14", "3"), CpuTargetSpec{16, 2}), "fo", {2}));
   ComputeDAG five = build_op("conv2d", {{"N", "1"}, {"C", "16"}, {"H", "14"}, {"W", "14"}, {"F", "80"}, {"KH", "1"},
                                         {"KW", "1"}, {"layout", "nchw16c"}});
   const Trace t5 = default_schedule(five, CpuTargetSpec{16, 2});
@@ -486,7 +501,7 @@ TEST_CASE("CPU default of a convolution in channel blocks: weights past L1 are r
   // 3x3 over 96 channels, two blocks of output channels a register tile: 108 KiB of weights per
   // tile. The contraction is computed per output tile with its channels in chunks of 16 (18 KiB of
   // weights) outside the register tiles; a row of 12 outputs is two tiles of 6, unrolled.
-  ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "96"}, {"H", "23"}, {"W", "23"}, {"F", "64"}, {"KH", "3"},
+  ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "96"}, {"H", "23"}, {"W", "23"}, {"F", "32"}, {"KH", "3"},
                                        {"KW", "3"}, {"stride", "2"}, {"pad", "1"}, {"layout", "nchw16c"}});
   const Trace t = default_schedule(dag, CpuTargetSpec{16, 2});
   INFO(trace_to_json(t, true));

@@ -376,21 +376,13 @@ class DefaultScheduler {
       const int64_t registers = lanes_ >= 16 ? 32 : 16;
       const int64_t blocks = w >= 0 ? extent_of(out.name, out_axes[w]) : 1;
       tile_rows = dividing_tile(extent_of(out.name, out_axes[u]), kTileRows);
+      const bool window = has_window(c), image = reads_unblocked_input(c, v);
       if (registers >= 32) {
-        // A window over blocked channels whose row tile takes rows in fours: 4 by 4, half a load
-        // per FMA instead of 7 by 2's 0.64 (3x3 convolutions of ResNet-50 at 56x56 ran 3-15%
-        // faster so on two Zen 4 cores; 128 channels at 28x28 the same; pointwise ones and the stem
-        // over an image gained nothing).
-        if (has_window(c) && !reads_unblocked_input(c, v) && blocks % 4 == 0 && tile_rows % 4 == 0) reg_blocks = 4;
-        else if (blocks % 2 == 0) reg_blocks = 2;
-        else if (blocks % 3 == 0) reg_blocks = 3;  // 24 or 48 channels in blocks of 8
-        const int64_t most_rows = std::min(kRegRows * kRegVectors, (registers - reg_blocks - 1) / reg_blocks);
-        reg_rows = dividing_tile(tile_rows, most_rows);
+        std::tie(reg_rows, reg_blocks) = wide_register_tile(tile_rows, blocks, registers, window, image);
       } else {
         int64_t reduction = 1;
         for (const Axis& r : c.reduce_axes) reduction *= r.extent;
-        std::tie(reg_rows, reg_blocks) = small_register_tile(tile_rows, blocks, registers, has_window(c),
-                                                             reads_unblocked_input(c, v), reduction);
+        std::tie(reg_rows, reg_blocks) = small_register_tile(tile_rows, blocks, registers, window, image, reduction);
       }
     }
     // The output tile: u by tile_rows, v by kTileCols, outer loops fused and parallel.
@@ -543,6 +535,24 @@ class DefaultScheduler {
       if (!read_uses_axis(read, c.axes[static_cast<size_t>(v)].name) && dag_.op(read->name).shape.size() < c.axes.size())
         return true;
     return false;
+  }
+
+  // The register tile {rows, blocks of output channels} of a contraction whose vector is one block,
+  // on a machine of 32 vector registers or more (AVX-512), for rows of `rows` outputs (a row tile)
+  // and `blocks` blocks: a window over blocked input (`window`, not an `image` in NCHW) whose rows go
+  // in fours takes 4 by 4, half a load per FMA instead of 7 by 2's 0.64 (ResNet-50's 3x3
+  // convolutions at 56x56 ran 5-16% faster so on two Zen 4 cores, 128 channels at 28x28 the same;
+  // pointwise convolutions and the stem over an image gained nothing); else blocks in pairs (or
+  // threes: 24 or 48 channels in blocks of 8), and as many rows up to 8 as leave the accumulators,
+  // the weight vectors and one broadcast within the registers, dividing the row where one does.
+  static std::pair<int64_t, int64_t> wide_register_tile(int64_t rows, int64_t blocks, int64_t registers,
+                                                        bool window, bool image) {
+    int64_t reg_blocks = 1;
+    if (window && !image && blocks % 4 == 0 && rows % 4 == 0) reg_blocks = 4;
+    else if (blocks % 2 == 0) reg_blocks = 2;
+    else if (blocks % 3 == 0) reg_blocks = 3;
+    const int64_t most_rows = std::min(kRegRows * kRegVectors, (registers - reg_blocks - 1) / reg_blocks);
+    return {dividing_tile(rows, most_rows), reg_blocks};
   }
 
   // The register tile {rows, blocks of output channels} of a contraction whose vector is one block,

@@ -10,7 +10,7 @@ struct RunSettings {
   int warmup = 1;           // untimed runs after the checked run
   int min_samples = 5;
   int max_samples = 10000;
-  bool flush = false;       // CPU: evict the caches before every sample; GPU: flush L2 (on by default)
+  bool flush = false;       // CPU: evict the inputs from the caches before every sample; GPU: flush L2 (on by default)
   double budget_s = 5;      // stop sampling once this much time has gone by (at least one sample)
 };
 

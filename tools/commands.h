@@ -65,7 +65,7 @@ struct MeasureArgs {
   double min_time_ms = 0;  // 0: the target's default (100 ms CPU, 50 ms GPU)
   int threads = 0;
   bool pin = true;
-  bool flush_cache = false;  // llvm: evict caches before every sample
+  bool flush_cache = false;  // llvm: evict the inputs from the caches before every sample
   bool flush_l2 = true;      // cuda
   int batch = 0;             // candidates built, run and committed together; 0: 4 per builder (at least 8)
   bool verbose = false;
@@ -92,6 +92,7 @@ struct TuneArgs {
   int threads = 0;                   // llvm: kernel threads (0: every core)
   std::optional<double> min_time_s;  // of samples per candidate (unset: the target's default)
   bool flush_l2 = true;              // cuda: flush the L2 cache before every sample
+  bool flush_cache = false;          // llvm: evict each candidate's inputs before every sample
   bool verbose = false;
   bool worker = false;                  // one worker of a tuning session shared through the log
   std::optional<std::string> session;   // --worker: the session's name (default: from its tasks)

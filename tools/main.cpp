@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
   measure_cmd->add_option("--threads", measure.threads, "llvm: kernel threads (default: every core)")
       ->check(CLI::Range(1, 1024));
   measure_cmd->add_flag("!--no-pin", measure.pin, "llvm: do not pin kernel threads to cores");
-  measure_cmd->add_flag("--flush-cache", measure.flush_cache, "llvm: evict the caches before every sample");
+  measure_cmd->add_flag("--flush-cache", measure.flush_cache,
+                        "llvm: evict the inputs from every cache level before every sample");
   measure_cmd->add_flag("!--no-flush-l2", measure.flush_l2, "cuda: do not flush L2 before every sample");
   measure_cmd->add_option("--batch", measure.batch, "candidates built, run and committed together")
       ->check(CLI::Range(1, 100000));
@@ -225,6 +226,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_flag("!--no-flush-l2", tune.flush_l2,
                      "cuda: time without an L2 flush before every sample (as a CUDA-graph replay runs); "
                      "a log keeps one setting per workload and target");
+  tune_cmd->add_flag("--flush-cache", tune.flush_cache,
+                     "llvm: evict each candidate's inputs from every cache level before every sample, as a model's "
+                     "kernels find their weights; a log keeps one setting per workload and target");
   tune_cmd->add_flag("-v,--verbose", tune.verbose, "a line per round instead of the live table");
   tune_cmd->add_flag("--worker", tune.worker,
                      "be one worker of a tuning session shared through --db by any number of processes and hosts "

@@ -171,6 +171,7 @@ TuneOptions tune_options(const TuneArgs& args) {
   if (args.trials <= 0) throw InputError("tessel tune needs --trials N (the budget per workload, N >= 1)");
   if (args.target != TargetKind::Llvm && args.threads) throw InputError("--threads is for --target llvm");
   if (args.target != TargetKind::Cuda && !args.flush_l2) throw InputError("--no-flush-l2 is for --target cuda");
+  if (args.target != TargetKind::Llvm && args.flush_cache) throw InputError("--flush-cache is for --target llvm");
   TuneOptions options;
   options.target = args.target;
   options.trials = args.trials;
@@ -186,6 +187,7 @@ TuneOptions tune_options(const TuneArgs& args) {
   options.measure.run = default_run_settings(args.target);
   if (args.min_time_s) options.measure.run.min_time_s = *args.min_time_s;
   if (args.target == TargetKind::Cuda) options.measure.run.flush = args.flush_l2;
+  if (args.target == TargetKind::Llvm) options.measure.run.flush = args.flush_cache;
   // A search measures many slow candidates: one second of samples at most tells them apart.
   options.measure.run.budget_s = 1;
   validate_tune_options(options);

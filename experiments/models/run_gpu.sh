@@ -8,7 +8,7 @@
 #
 # Usage, from the repository root with bundle/ from `make bundle`:
 #   OUT=DIR [TARGET=cuda] [TUNE_S=180] [COMPARE=1] [SKIP=max_autotune] [MAX_COMPILE_S=0] [ROUNDS=1] \
-#     [MEMORY_TARGET=1] [DTYPE=fp32] [TORCH_CACHE=DIR] \
+#     [MEMORY_TARGET=1] [DTYPE=fp32] [FLUSH_CACHE=0] [TORCH_CACHE=DIR] \
 #     bash experiments/models/run_gpu.sh MODEL[:BATCH] ...
 # MODEL is resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base; images are 224x224, sequences
 # 128 tokens. TUNE_S=0 tunes nothing (the build takes the log as it is, or default schedules);
@@ -18,11 +18,13 @@
 # the speed-ups as medians of the rounds' ratios (for a CPU shared with other work). MEMORY_TARGET=0
 # builds with `tessel build --no-memory-target` (cuda: the fastest records, whatever their scratch).
 # DTYPE=bf16 or fp16 stores the model in 16 bits (`--dtype`) and times torch in that type; its logs
-# are OUT/MODEL_bBATCH_bf16.db. TORCH_CACHE=DIR keeps torch inductor's and Triton's on-disk caches
-# there: a max-autotune compile stopped at MAX_COMPILE_S may leave part of its finished autotuning in
-# them for a later run with the same folder (copied between hosts of one kind) to resume from, though
-# not reliably: a resumed compile can autotune again what the stopped one had finished. The compile
-# time a run reports is its own step's.
+# are OUT/MODEL_bBATCH_bf16.db. FLUSH_CACHE=1 (TARGET=llvm) tunes with `--flush-cache`, each
+# candidate's inputs evicted from the caches before every sample, into OUT/MODEL_bBATCH_llvm_flush.db.
+# TORCH_CACHE=DIR keeps torch inductor's and Triton's on-disk caches there: a max-autotune compile
+# stopped at MAX_COMPILE_S may leave part of its finished autotuning in them for a later run with the
+# same folder (copied between hosts of one kind) to resume from, though not reliably: a resumed
+# compile can autotune again what the stopped one had finished. The compile time a run reports is
+# its own step's.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 T=${T:-bundle/bin/tessel}
@@ -34,6 +36,7 @@ MAX_COMPILE_S=${MAX_COMPILE_S:-0}  # give up on a torch.compile mode whose compi
 ROUNDS=${ROUNDS:-1}
 MEMORY_TARGET=${MEMORY_TARGET:-1}
 DTYPE=${DTYPE:-fp32}
+FLUSH_CACHE=${FLUSH_CACHE:-0}
 export PYTHONPATH=bundle/python${PYTHONPATH:+:$PYTHONPATH}
 if [ -n "${TORCH_CACHE:-}" ]; then
   mkdir -p "$TORCH_CACHE"
@@ -51,6 +54,8 @@ for spec in "$@"; do
   suffix=""
   [ "$TARGET" != cuda ] && suffix="_$TARGET"
   [ "$DTYPE" != fp32 ] && suffix="${suffix}_$DTYPE"
+  tune_flags=()
+  if [ "$FLUSH_CACHE" = 1 ]; then suffix="${suffix}_flush"; tune_flags+=(--flush-cache); fi
   dir="$OUT/${name}_b$batch$suffix"
   mkdir -p "$dir"
   echo "== $name, batch $batch"
@@ -60,7 +65,7 @@ for spec in "$@"; do
   log="$OUT/${name}_b$batch$suffix.db"
   if [ "$TUNE_S" != 0 ]; then
     start=$SECONDS
-    "$T" tune "$onnx" --target "$TARGET" --dtype "$DTYPE" --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" -v \
+    "$T" tune "$onnx" --target "$TARGET" --dtype "$DTYPE" --trials 1000000 --time-budget-s "$TUNE_S" --db "$log" "${tune_flags[@]}" -v \
       >> "$dir/tune.txt" 2>&1 || status=1
     echo "tuning wall time: $((SECONDS - start)) s" | tee -a "$dir/tune.txt"
     tail -n 40 "$dir/tune.txt"

@@ -358,6 +358,7 @@ TEST_CASE("tune rejects bad input before measuring anything", "[cli][tune]") {
            Case{plus({"--config", dir.file("missing_config.json")}), "missing_config.json"},
            Case{plus({"--costmodel", dir.file("missing.json")}), "missing.json"},
            Case{plus({"--no-flush-l2"}), "--no-flush-l2 is for --target cuda"},
+           Case{plus({"--target", "cuda", "--flush-cache"}), "--flush-cache is for --target llvm"},
        }) {
     RunResult r = tessel(c.args);
     INFO(r.command << "\n" << r.err);
@@ -400,11 +401,21 @@ TEST_CASE("a log keeps timings of one kind: with a cache flush or without, never
   CHECK(export_records(db) == before);
   CHECK(tessel({"db", "info", "--db", db}).out == info_before);
 
-  // The same setting is welcome.
+  // The same setting is welcome, from `measure` and from `tune --flush-cache`, whose every record
+  // says it was timed so.
   RunResult again = tessel(with({"measure"}, {"--schedule", "default", "--flush-cache", "--min-time-ms", "2", "--db", db}));
   INFO(again.err);
   CHECK(again.exit_code == 0);
   CHECK(export_records(db).size() == 2);
+  std::vector<std::string> tune_flushed = tune_args(db, "4");
+  tune_flushed.push_back("--flush-cache");
+  RunResult tuned = tessel(tune_flushed);
+  INFO(tuned.err);
+  REQUIRE(tuned.exit_code == 0);
+  const std::vector<nlohmann::json> records = export_records(db);
+  CHECK(records.size() > 2);
+  for (const nlohmann::json& r : records)
+    CHECK(nlohmann::json::parse(r["settings_json"].get<std::string>())["flush"] == true);
 }
 
 TEST_CASE("tune --worker: two processes share a suite's budget through one log, exactly, each schedule once",

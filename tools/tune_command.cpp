@@ -311,7 +311,8 @@ int cmd_tune(const TuneArgs& args) {
   const TuneCallbacks callbacks = progress_display(tunables, live, display, last);
   std::cerr << "tuning " << tasks.size() << " task" << (tasks.size() == 1 ? "" : "s") << " on "
             << target_kind_name(args.target) << ", " << args.trials << " trials " << (args.model ? "in all" : "each")
-            << ", log " << log.path() << "\n";
+            << ", log " << log.path()
+            << (args.flush_cache ? "; each candidate's inputs evicted from the caches before every sample" : "") << "\n";
   std::unique_ptr<TuningMachine> machine = local_machine(args.target, gpus);
   std::vector<TaskStatus> result;
   if (args.worker) {

@@ -412,6 +412,7 @@ TEST_CASE("a log keeps timings of one kind: with a cache flush or without, never
   RunResult tuned = tessel(tune_flushed);
   INFO(tuned.err);
   REQUIRE(tuned.exit_code == 0);
+  CHECK_THAT(tuned.err, Catch::Contains("each candidate's inputs evicted from the caches before every sample"));
   const std::vector<nlohmann::json> records = export_records(db);
   CHECK(records.size() > 2);
   for (const nlohmann::json& r : records)

@@ -72,6 +72,9 @@ Expr pad_value(const OpContext& ctx, DType dtype) {
   switch (dtype) {
     case DType::Float32:
       return make_float(v);
+    case DType::Float16:
+    case DType::BFloat16:  // the value rounded to the input's type, as its buffer holds it
+      return make_cast(Type{dtype, 1}, make_float(v));
     case DType::Int64:
       return make_int(static_cast<int64_t>(v));
     case DType::Bool:

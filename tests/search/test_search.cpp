@@ -358,7 +358,7 @@ TEST_CASE("CPU default of a convolution in channel blocks: rows that divide the 
   // One block of 16 output channels is one vector, so the register tile takes more output columns:
   // 7 of a 28-column tile for 112 columns (a 32-column tile left a bounds test on every accumulation
   // and 4 accumulators: ResNet-50's 7x7 stride-2 convolution 1.27 -> 0.96 ms on two cores).
-  for (const std::string& w : {"223", "111", "27"}) {  // stride 2, pad 3, 7x7: 112, 56 and 14 columns
+  for (const char* w : {"223", "111", "27"}) {  // stride 2, pad 3, 7x7: 112, 56 and 14 columns
     ComputeDAG dag = build_op("conv2d", {{"N", "1"}, {"C", "3"}, {"H", "9"}, {"W", w}, {"F", "20"}, {"KH", "7"},
                                          {"KW", "7"}, {"stride", "2"}, {"pad", "3"}, {"bias", "1"}, {"act", "relu"},
                                          {"layout", "nchw-to-nchw16c"}});

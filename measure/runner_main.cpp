@@ -108,7 +108,7 @@ class InputEvictor {
   void add(const void* data, int64_t bytes) {
     if (bytes > 0) ranges_.push_back({static_cast<const char*>(data), static_cast<size_t>(bytes)});
   }
-  void evict() const {
+  void evict() {
 #if defined(__x86_64__) || defined(__i386__)
     for (const auto& [data, bytes] : ranges_)
       for (size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(data + offset);
@@ -132,8 +132,8 @@ class InputEvictor {
     }
     return static_cast<size_t>(bytes);
   }
-  mutable std::vector<char> spill_;
-  mutable char spill_value_ = 0;
+  std::vector<char> spill_;
+  char spill_value_ = 0;
 #endif
   std::vector<std::pair<const char*, size_t>> ranges_;
 };
@@ -161,12 +161,14 @@ class CpuBackend : public Backend {
     std::unique_ptr<CompiledKernel> kernel = load_shared_object(a.binary_path, a.kernel_name);
     std::vector<std::unique_ptr<GuardedBuffer>> buffers;
     std::vector<void*> args;
+    InputEvictor evictor;
     for (const BufferParam& p : a.params) {
       int64_t n = num_elements(p);
       buffers.push_back(std::make_unique<GuardedBuffer>(n * element_bytes(p.dtype)));
       void* d = buffers.back()->data();
       if (p.is_output) poison_values(p.dtype, n, d);
       else store_values(p.dtype, input_of(data, p), n, d);
+      if (s.flush && !p.is_output) evictor.add(d, n * element_bytes(p.dtype));
       args.push_back(d);
     }
     auto start = std::chrono::steady_clock::now();
@@ -179,10 +181,6 @@ class CpuBackend : public Backend {
     std::string wrong = compare(data, a.params, [&](size_t i) { return results[i].data(); });
     if (!wrong.empty()) return {{"result", "wrong_answer"}, {"message", wrong}};
 
-    InputEvictor evictor;
-    if (s.flush)
-      for (size_t i = 0; i < a.params.size(); ++i)
-        if (!a.params[i].is_output) evictor.add(args[i], num_elements(a.params[i]) * element_bytes(a.params[i].dtype));
     TimingOptions timing;
     timing.min_total_s = s.min_time_s;
     // A kernel slower than the whole sampling time was warmed by its checked run; more warm-up runs

@@ -102,17 +102,20 @@ class GuardedBuffer {
 // them from memory, as a model's kernel reads weights last touched a whole run ago and an input
 // written by the kernel before it on other cores. Timed again and again without it, a kernel finds
 // its operands in the caches of the cores that read them, which favours schedules whose parallel
-// tasks each re-read a whole operand. Outputs are left alone. One cache-line flush per 64 bytes.
+// tasks each re-read a whole operand. Outputs are left alone. One cache-line flush per 64 bytes,
+// spread over the kernels' thread pool: a flush from any core evicts the line from every core's
+// caches, the pool's threads do it in parallel, and they are still awake (spinning) when the timed
+// kernel starts, as they are between a model's kernels. Flushed by one thread, a few megabytes take
+// longer than the pool's threads spin, and every sample would then time their wake-up as well.
 class InputEvictor {
  public:
   void add(const void* data, int64_t bytes) {
-    if (bytes > 0) ranges_.push_back({static_cast<const char*>(data), static_cast<size_t>(bytes)});
+    for (int64_t offset = 0; offset < bytes; offset += kChunk)
+      chunks_.push_back({static_cast<const char*>(data) + offset, static_cast<size_t>(std::min(kChunk, bytes - offset))});
   }
   void evict() {
 #if defined(__x86_64__) || defined(__i386__)
-    for (const auto& [data, bytes] : ranges_)
-      for (size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(data + offset);
-    _mm_mfence();
+    tessel_parallel_for(static_cast<int64_t>(chunks_.size()), flush_chunk, this);
 #else
     // No cache-line flush here: write a buffer twice the last-level cache's size instead.
     if (spill_.empty()) spill_.assign(spill_bytes(), 0);
@@ -121,6 +124,15 @@ class InputEvictor {
   }
 
  private:
+  static constexpr int64_t kChunk = 64 << 10;  // bytes a pool thread flushes per iteration
+
+#if defined(__x86_64__) || defined(__i386__)
+  static void flush_chunk(int64_t i, void* self) {
+    const auto& [data, bytes] = static_cast<const InputEvictor*>(self)->chunks_[static_cast<size_t>(i)];
+    for (size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(data + offset);
+    _mm_mfence();
+  }
+#endif
 #if !(defined(__x86_64__) || defined(__i386__))
   static size_t spill_bytes() {
     int64_t bytes = 64 << 20;
@@ -135,7 +147,7 @@ class InputEvictor {
   std::vector<char> spill_;
   char spill_value_ = 0;
 #endif
-  std::vector<std::pair<const char*, size_t>> ranges_;
+  std::vector<std::pair<const char*, size_t>> chunks_;
 };
 
 class Backend {

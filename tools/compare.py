@@ -87,6 +87,10 @@ def time_gpu(fn, min_time):
 
 
 def time_cpu(fn, min_time):
+    # The system timed before may leave its thread pool spinning for a while (OpenMP's threads spin
+    # for tens of milliseconds after a parallel region); let those threads go to sleep first, so
+    # they take no cores from this one.
+    time.sleep(0.3)
     for _ in range(3):
         fn()
     samples = []

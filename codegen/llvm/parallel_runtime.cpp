@@ -1,14 +1,24 @@
 // A persistent thread pool for tessel_parallel_for.
 //
-// One job at a time: the caller publishes (n, body, closure) and bumps a generation counter; worker k
-// of T-1 runs its static contiguous chunk [k*n/T, (k+1)*n/T) and the caller runs chunk 0. A model
-// launches its kernels back to back, tens of microseconds apart, so the hot path takes no lock and
-// makes no system call: workers spin on the generation (pausing, then yielding the core) for a while
-// after their last job before they sleep on it (a futex, through std::atomic's wait), and a notify
-// with no sleeper is a load. No mutex is taken on the way: a condition variable's woken threads take
-// its mutex one after another, and on a virtual machine's idle cores each such hand-over is a
-// wake-up (16 threads took over a millisecond to start after a pause). Calls made from inside a
-// parallel body run serially.
+// One job at a time: the caller publishes (n, body, closure) and bumps a generation counter. The
+// iterations are cut into one contiguous chunk per thread, [k*n/T, (k+1)*n/T); thread k (the caller
+// is thread 0) claims chunk k first, so a kernel's tiles land on the same cores run after run, as
+// they did when the tuner timed it. A thread that has finished its own chunk then claims any chunk
+// still unclaimed: its owner has not even started after a whole chunk's time (asleep, or its core
+// taken by another process or, on a virtual machine, by the hypervisor), so running it now finishes
+// no later than the owner would. Without that, every kernel waited for its slowest thread to be
+// scheduled, milliseconds a kernel on a busy host. A chunk is claimed by one compare-and-swap of a
+// word holding the job's generation, so a thread that wakes late, after its job has finished,
+// claims nothing and leaves; the caller waits only for the chunks claimed, never for an idle
+// thread.
+//
+// A model launches its kernels back to back, tens of microseconds apart, so the hot path takes no
+// lock and makes no system call: workers spin on the generation (pausing, then yielding the core)
+// for a while after their last job before they sleep on it (a futex, through std::atomic's wait),
+// and a notify with no sleeper is a load. No mutex is taken on the way: a condition variable's woken
+// threads take its mutex one after another, and on a virtual machine's idle cores each such
+// hand-over is a wake-up (16 threads took over a millisecond to start after a pause). Calls made
+// from inside a parallel body run serially.
 #include "codegen/llvm/parallel_runtime.h"
 
 #include <pthread.h>
@@ -17,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdlib>
 #include <mutex>
 #include <system_error>
@@ -115,24 +126,28 @@ class ThreadPool {
 
   void parallel_for(int64_t n, Body body, void* closure) {
     std::lock_guard<std::mutex> job_lock(job_mutex_);  // one job at a time across caller threads
-    int t = threads_;
+    const int t = threads_;
     if (t <= 1 || n <= 1) {
       run_serial(n, body, closure);
       return;
     }
-    n_ = n;
-    body_ = body;
-    closure_ = closure;
-    remaining_.store(t - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_seq_cst);
+    const int chunks = static_cast<int>(std::min<int64_t>(t, n));
+    const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    n_.store(n, std::memory_order_relaxed);
+    body_.store(body, std::memory_order_relaxed);
+    closure_.store(closure, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
+    for (int k = 0; k < chunks; ++k) chunk_state_[k].store(unclaimed(generation), std::memory_order_relaxed);
+    pending_.store(chunks, std::memory_order_relaxed);
+    generation_.store(generation, std::memory_order_seq_cst);  // publishes the job's fields above
     generation_.notify_all();
 
     t_inside_parallel = true;
-    run_range(body, closure, 0, chunk_begin(n, 1, t));
+    run_chunks(generation, 0, n, body, closure, chunks);
     t_inside_parallel = false;
 
-    if (spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; })) return;
-    for (int left; (left = remaining_.load(std::memory_order_acquire)) != 0;) remaining_.wait(left);
+    if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
+    for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) pending_.wait(left);
   }
 
   static void run_serial(int64_t n, Body body, void* closure) {
@@ -147,6 +162,7 @@ class ThreadPool {
   // (threads_ counts them, and a job waits only for them).
   void start(int threads) {
     stopping_.store(false, std::memory_order_relaxed);
+    chunk_state_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(threads));
     // Workers start from the current generation, so a job published before a worker first runs is
     // still seen as new. They read threads_ only for a job, posted after it is set below.
     uint32_t generation = generation_.load(std::memory_order_acquire);
@@ -181,25 +197,48 @@ class ThreadPool {
     for (;;) {
       seen = wait_for_job(seen);
       if (stopping_.load(std::memory_order_acquire)) return;
-      int64_t n = n_;
-      int t = threads_;
-      run_range(body_, closure_, chunk_begin(n, k, t), chunk_begin(n, k + 1, t));
-      // Every worker joins, even with an empty chunk: the caller may not publish the next job while
-      // a worker could still be reading this one.
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+      // Read after the generation: this job's fields, unless it has finished already and the next
+      // is being written; then no chunk of `seen` is left to claim, and none of them is used.
+      run_chunks(seen, k, n_.load(std::memory_order_relaxed), body_.load(std::memory_order_relaxed),
+                 closure_.load(std::memory_order_relaxed), chunks_.load(std::memory_order_relaxed));
+    }
+  }
+
+  // A chunk's state: the generation of the job it belongs to, and whether it has been claimed.
+  static uint64_t unclaimed(uint32_t generation) { return uint64_t{generation} << 1; }
+  static uint64_t claimed(uint32_t generation) { return unclaimed(generation) | 1; }
+
+  // Runs chunk `own` of job `generation` if no thread has claimed it, then every other chunk still
+  // unclaimed, from the next one on. A thread with no chunk of its own (fewer iterations than
+  // threads) takes none: the owners finish theirs at the same time.
+  void run_chunks(uint32_t generation, int own, int64_t n, Body body, void* closure, int chunks) {
+    if (own >= chunks) return;
+    for (int i = 0; i < chunks; ++i) {
+      const int k = (own + i) % chunks;
+      uint64_t state = chunk_state_[k].load(std::memory_order_relaxed);
+      if (state != unclaimed(generation) ||
+          !chunk_state_[k].compare_exchange_strong(state, claimed(generation), std::memory_order_acquire))
+        continue;
+      run_range(body, closure, chunk_begin(n, k, chunks), chunk_begin(n, k + 1, chunks));
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
     }
   }
 
   std::mutex job_mutex_;
-  // 32 bits: the width a futex waits on directly. It only has to differ from a worker's last value,
-  // and a worker sees every job (the caller waits for all of them), so it never wraps unseen.
+  // 32 bits: the width a futex waits on directly. A worker that missed jobs while it slept only
+  // needs a value other than its last; a chunk's state pairs it with a job, and a worker would have
+  // to sleep through 2^32 jobs to mistake an old job for the current one.
   alignas(64) std::atomic<uint32_t> generation_{0};
   std::atomic<bool> stopping_{false};
   int threads_ = 1;
-  int64_t n_ = 0;
-  Body body_ = nullptr;
-  void* closure_ = nullptr;
-  alignas(64) std::atomic<int> remaining_{0};
+  // The current job. Atomic (relaxed) only because a worker waking after its job has finished may
+  // read them while the next job's are written; it then claims no chunk with what it read.
+  std::atomic<int64_t> n_{0};
+  std::atomic<Body> body_{nullptr};
+  std::atomic<void*> closure_{nullptr};
+  std::atomic<int> chunks_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> chunk_state_;  // per chunk: unclaimed / claimed
+  alignas(64) std::atomic<int> pending_{0};  // chunks of the current job not yet finished
   std::vector<std::thread> workers_;
   std::vector<int> pinned_cpus_;  // empty: threads float
 };

@@ -1,5 +1,6 @@
 // The thread pool behind parallel loops. Generated code calls tessel_parallel_for with an outlined
-// loop body; iterations [0, n) are split into contiguous chunks, one per worker.
+// loop body; iterations [0, n) are split into contiguous chunks, one per thread, each run by its
+// own thread unless another finishes first and finds it not yet started.
 #pragma once
 
 #include <cstdint>

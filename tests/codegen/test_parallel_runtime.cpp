@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -75,6 +76,26 @@ TEST_CASE("parallel_for after the workers went to sleep wakes them and runs ever
     tessel_parallel_for(50, count_body, &counts);
     for (int i = 0; i < 50; ++i) REQUIRE(counts.hits[i].load() == 1);
   }
+}
+
+TEST_CASE("parallel_for on more threads than cores runs every iteration once, and none after it returns",
+          "[codegen][runtime]") {
+  // Eight threads on fewer cores: some are not running when a job is posted, and the threads that
+  // are take their chunks; a thread that wakes after its job has finished must run nothing of it.
+  // Every job's counts are checked when it returns and again at the end.
+  ThreadCountGuard guard;
+  set_num_threads(8);
+  std::vector<std::unique_ptr<Counts>> jobs;
+  for (int job = 0; job < 300; ++job) {
+    const int n = 1 + (job * 7) % 37;  // fewer iterations than threads, and more
+    jobs.push_back(std::make_unique<Counts>(n));
+    tessel_parallel_for(n, count_body, jobs.back().get());
+    for (int i = 0; i < n; ++i) REQUIRE(jobs.back()->hits[i].load() == 1);
+    if (job % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // workers fall asleep
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (const auto& counts : jobs)
+    for (const std::atomic<int>& hit : counts->hits) REQUIRE(hit.load() == 1);
 }
 
 TEST_CASE("nested parallel_for runs serially in the calling thread", "[codegen][runtime]") {

@@ -86,6 +86,19 @@ def time_gpu(fn, min_time):
     return stats(samples)
 
 
+def cpu_times():
+    """The machine's CPU time so far as (all, stolen) clock ticks, from /proc/stat's first line; None
+    where it cannot be read. Stolen: time a virtual machine's CPUs were ready to run but the
+    hypervisor ran something else."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice, already counted in user, nice]
+    return sum(fields[:8]), (fields[7] if len(fields) > 7 else 0)
+
+
 def time_cpu(fn, min_time):
     # The system timed before may leave its thread pool spinning for a while (OpenMP's threads spin
     # for tens of milliseconds after a parallel region); let those threads go to sleep first, so
@@ -94,11 +107,16 @@ def time_cpu(fn, min_time):
     for _ in range(3):
         fn()
     samples = []
+    before = cpu_times()
     while len(samples) < 10 or (sum(samples) < min_time and len(samples) < 2000):
         t0 = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - t0)
-    return stats(samples)
+    result = stats(samples)
+    after = cpu_times()
+    if before and after and after[0] > before[0]:
+        result["cpu_stolen"] = (after[1] - before[1]) / (after[0] - before[0])
+    return result
 
 
 def max_error(got, want):
@@ -307,7 +325,11 @@ def main():
     for r in range(1, args.rounds):
         progress(f"round {r + 1} of {args.rounds}")
         for name, (fn, how) in timed.items():
-            result["systems"][name]["round_medians_s"].append(how(fn, args.min_time)["median_s"])
+            again = how(fn, args.min_time)
+            result["systems"][name]["round_medians_s"].append(again["median_s"])
+            if "cpu_stolen" in again:
+                system = result["systems"][name]
+                system["cpu_stolen"] = max(system.get("cpu_stolen", 0.0), again["cpu_stolen"])
 
     write_reports(args, result)
     print_summary(args, result)
@@ -356,6 +378,11 @@ def write_reports(args, result):
         compile_s = f"{s['compile_s']:.1f} s" if "compile_s" in s else "-"
         lines.append(f"| {name} | {s['median_s'] * 1e6:.1f} us | {s['p10_s'] * 1e6:.1f} us | "
                      f"{s['p90_s'] * 1e6:.1f} us | {speed} | {compile_s} |")
+    stolen = [f"{name} {s['cpu_stolen']:.1%}" for name, s in systems.items() if "cpu_stolen" in s]
+    if stolen:
+        lines += ["", "Share of the machine's CPU time the hypervisor took while each was timed (the most of any "
+                      "round; /proc/stat's steal): " +
+                  ", ".join(stolen) + "."]
     rounds = len(systems.get("tessel", {}).get("round_medians_s", []))
     if rounds > 1:
         lines += ["", f"Timed in {rounds} rounds, tessel, torch eager and onnxruntime in turn each round (the "

@@ -159,12 +159,12 @@ class ThreadPool {
 
  private:
   // Starts up to threads - 1 workers; where the system refuses one, the pool runs with those it has
-  // (threads_ counts them, and a job waits only for them).
+  // (threads_ counts them, and a job is cut into no more chunks than that).
   void start(int threads) {
     stopping_.store(false, std::memory_order_relaxed);
     chunk_state_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(threads));
     // Workers start from the current generation, so a job published before a worker first runs is
-    // still seen as new. They read threads_ only for a job, posted after it is set below.
+    // still seen as new.
     uint32_t generation = generation_.load(std::memory_order_acquire);
     for (int k = 1; k < threads; ++k) {
       try {

@@ -99,6 +99,39 @@ def cpu_times():
     return sum(fields[:8]), (fields[7] if len(fields) > 7 else 0)
 
 
+def cpu_quota():
+    """The CPUs' worth of time this process's cgroup may use (cgroup v2's cpu.max, v1's
+    cpu.cfs_quota_us), or None when it has no quota or none can be read. A pool of threads that
+    spin can exhaust a quota smaller than its thread count and be stopped for the rest of each
+    period."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            groups = [line.rstrip("\n").split(":", 2) for line in f]
+    except OSError:
+        return None
+    for _, controllers, path in groups:
+        path = path.lstrip("/")
+        try:
+            if controllers == "":  # v2: "0::/path"
+                with open(os.path.join("/sys/fs/cgroup", path, "cpu.max")) as f:
+                    quota, period = f.read().split()
+                if quota != "max":
+                    return int(quota) / int(period)
+            elif "cpu" in controllers.split(","):
+                base = os.path.join("/sys/fs/cgroup", controllers)
+                if not os.path.isdir(base):
+                    base = "/sys/fs/cgroup/cpu"
+                with open(os.path.join(base, path, "cpu.cfs_quota_us")) as f:
+                    quota = int(f.read())
+                with open(os.path.join(base, path, "cpu.cfs_period_us")) as f:
+                    period = int(f.read())
+                if quota > 0:
+                    return quota / period
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def time_cpu(fn, min_time):
     # The system timed before may leave its thread pool spinning for a while (OpenMP's threads spin
     # for tens of milliseconds after a parallel region); let those threads go to sleep first, so
@@ -233,6 +266,8 @@ def main():
         torch.set_num_threads(args.threads or len(os.sched_getaffinity(0)))
         result["threads"] = torch.get_num_threads()
         os.environ["TESSEL_NUM_THREADS"] = str(result["threads"])  # read when tessel's first kernel runs
+        result["cpu_quota"] = cpu_quota()
+        result["load_average"] = os.getloadavg()[0]  # other work on the machine as the run starts
 
     model = x = None
     if args.model:
@@ -368,7 +403,9 @@ def write_reports(args, result):
         (f", torch's {args.dtype})" if args.model else ")")
     lines = [f"# {result['model']} on {args.target}{kind}", ""]
     if "threads" in result:
-        lines += [f"tessel, torch and onnxruntime on {result['threads']} threads.", ""]
+        quota = f"; this process's CPU quota {result['cpu_quota']:.1f} cores" if result.get("cpu_quota") else ""
+        lines += [f"tessel, torch and onnxruntime on {result['threads']} threads (load average "
+                  f"{result.get('load_average', 0):.2f} as the run began{quota}).", ""]
     lines += ["| system | median | p10 | p90 | tessel speed-up | compile |", "|---|---:|---:|---:|---:|---:|"]
     for name, s in systems.items():
         if s.get("gave_up"):

@@ -113,27 +113,24 @@ class InputEvictor {
     for (int64_t offset = 0; offset < bytes; offset += kChunk)
       chunks_.push_back({static_cast<const char*>(data) + offset, static_cast<size_t>(std::min(kChunk, bytes - offset))});
   }
-  void evict() {
+
 #if defined(__x86_64__) || defined(__i386__)
-    tessel_parallel_for(static_cast<int64_t>(chunks_.size()), flush_chunk, this);
-#else
-    // No cache-line flush here: write a buffer twice the last-level cache's size instead.
-    if (spill_.empty()) spill_.assign(spill_bytes(), 0);
-    std::memset(spill_.data(), ++spill_value_, spill_.size());
-#endif
-  }
+  void evict() { tessel_parallel_for(static_cast<int64_t>(chunks_.size()), flush_chunk, this); }
 
  private:
-  static constexpr int64_t kChunk = 64 << 10;  // bytes a pool thread flushes per iteration
-
-#if defined(__x86_64__) || defined(__i386__)
   static void flush_chunk(int64_t i, void* self) {
     const auto& [data, bytes] = static_cast<const InputEvictor*>(self)->chunks_[static_cast<size_t>(i)];
     for (size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(data + offset);
     _mm_mfence();
   }
-#endif
-#if !(defined(__x86_64__) || defined(__i386__))
+#else
+  // No cache-line flush here: write a buffer twice the last-level cache's size instead.
+  void evict() {
+    if (spill_.empty()) spill_.assign(spill_bytes(), 0);
+    std::memset(spill_.data(), ++spill_value_, spill_.size());
+  }
+
+ private:
   static size_t spill_bytes() {
     int64_t bytes = 64 << 20;
     std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
@@ -147,6 +144,7 @@ class InputEvictor {
   std::vector<char> spill_;
   char spill_value_ = 0;
 #endif
+  static constexpr int64_t kChunk = 64 << 10;  // bytes a pool thread flushes per iteration
   std::vector<std::pair<const char*, size_t>> chunks_;
 };
 

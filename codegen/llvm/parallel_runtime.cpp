@@ -27,8 +27,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>

@@ -45,7 +45,10 @@ def parse_args():
     p.add_argument("--no-memory-target", action="store_true",
                    help="cuda: build with `tessel build --no-memory-target` (the fastest records, whatever "
                    "memory their scratch takes)")
-    p.add_argument("--skip", default="", help="comma-separated systems to leave out (e.g. max_autotune)")
+    p.add_argument("--skip", default="",
+                   help="comma-separated systems to leave out: tessel, torch_eager, torch_compile, max_autotune, "
+                   "onnxruntime (skipping tessel, nothing is built and no speed-up given: e.g. a long max-autotune "
+                   "compile run on its own to fill inductor's cache for a later comparison)")
     p.add_argument("--threads", type=int, default=0,
                    help="llvm: threads for tessel, torch and onnxruntime (default: the cores this process may use)")
     p.add_argument("--rounds", type=int, default=1,
@@ -281,14 +284,15 @@ def main():
         x = x.to(device)
     else:
         onnx_path = args.onnx
-    tsl, build_s, report, warnings = build(args, onnx_path, args.out)
-    result["build_s"] = build_s
-    result["build"] = report
-    result["build_warnings"] = warnings
-    m = tessel.load(tsl)
-    ctx = m.context()
-    base_timer = time_gpu if args.target == "cuda" else time_cpu
     skip = set(filter(None, args.skip.split(",")))
+    ctx = tsl = None
+    if "tessel" not in skip:
+        tsl, build_s, report, warnings = build(args, onnx_path, args.out)
+        result["build_s"] = build_s
+        result["build"] = report
+        result["build_warnings"] = warnings
+        ctx = tessel.load(tsl).context()
+    base_timer = time_gpu if args.target == "cuda" else time_cpu
     timed = {}  # name -> (the call, its timer), for the later rounds
 
     def timer(fn, min_time, name, how=None, again=True):
@@ -304,25 +308,28 @@ def main():
         with torch.no_grad():
             want = model(x).float().cpu().numpy()
             xin = x if args.target == "cuda" else x.cpu().numpy()
-            got = ctx.run(xin)
-            got = got.cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
-            err, ref = max_error(got, want)
-            rtol = {"fp32": 1e-3, "fp16": 1e-3, "bf16": 1.6e-2}[args.dtype]
             result["dtype"] = args.dtype
-            result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": rtol * ref + 1e-5,
-                               "ok": err <= rtol * ref + 1e-5}
+            if ctx is not None:
+                got = ctx.run(xin)
+                got = got.cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
+                err, ref = max_error(got, want)
+                rtol = {"fp32": 1e-3, "fp16": 1e-3, "bf16": 1.6e-2}[args.dtype]
+                result["check"] = {"max_abs_error": err, "max_abs_reference": ref, "bound": rtol * ref + 1e-5,
+                                   "ok": err <= rtol * ref + 1e-5}
+                progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
             if args.dtype != "fp32":  # torch timed in the type, on the input converted
                 torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
                 model = model.to(torch_dtype)
                 x = x.to(torch_dtype) if x.is_floating_point() else x
-            progress(f"outputs: max |error| {err:.3g} (bound {result['check']['bound']:.3g})")
-            result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time, "tessel")
-            result["systems"]["tessel"]["memory"] = ctx.memory()
-            result["profile"] = profile(args, tsl, x_fp32, args.out)
-            done(args, result, "tessel")
-            result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time, "torch_eager")
-            peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
-            done(args, result, "torch_eager")
+            if ctx is not None:
+                result["systems"]["tessel"] = timer(lambda: ctx.run(xin), args.min_time, "tessel")
+                result["systems"]["tessel"]["memory"] = ctx.memory()
+                result["profile"] = profile(args, tsl, x_fp32, args.out)
+                done(args, result, "tessel")
+            if "torch_eager" not in skip:
+                result["systems"]["torch_eager"] = timer(lambda: model(x), args.min_time, "torch_eager")
+                peak_memory(result["systems"]["torch_eager"], lambda: model(x), args.target)
+                done(args, result, "torch_eager")
             for name, kwargs in (("torch_compile", {}), ("max_autotune", {"mode": "max-autotune"})):
                 if name in skip:
                     continue
@@ -430,11 +437,12 @@ def write_reports(args, result):
         lines += ["", f"tessel vs torch: max |error| {c['max_abs_error']:.3g} (bound {c['bound']:.3g}): "
                       f"{'ok' if c['ok'] else 'MISMATCH'}"]
     lines += memory_lines(systems)
-    tasks = result["build"]["tasks"]
-    lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of "
-                  f"{len(tasks)} tasks",
-              "", "| task | weight | schedule | latency (log) | x weight | in the run |",
-              "|---|---:|---|---:|---:|---:|"]
+    tasks = result["build"]["tasks"] if "build" in result else []
+    if "build" in result:
+        lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of "
+                      f"{len(tasks)} tasks",
+                  "", "| task | weight | schedule | latency (log) | x weight | in the run |",
+                  "|---|---:|---|---:|---:|---:|"]
     in_run = result.get("profile", {})
     for t in tasks:
         tuned = t["tuned_s"]

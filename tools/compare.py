@@ -375,6 +375,10 @@ def main():
 
     write_reports(args, result)
     print_summary(args, result)
+    if not result.get("check", {}).get("ok", True):
+        c = result["check"]
+        raise SystemExit(f"error: tessel's outputs differ from torch's: max |error| {c['max_abs_error']:.3g} over the "
+                         f"bound {c['bound']:.3g} (the timings above are of a wrong result)")
 
 
 def speed_up(system, tessel):

@@ -60,6 +60,10 @@ std::vector<float> random_floats(int64_t n, uint64_t seed);
 std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
+// Runs `command` through the shell; its exit status (-1 when it did not exit), and what it printed
+// on both streams in `output`.
+int run_command(const std::string& command, std::string& output);
+
 // The first value where `got` and `want` differ beyond the reference interpreter's tolerance, as
 // "y[3]: got 1.5, want 1.25"; "" when all agree.
 std::string first_mismatch(const std::vector<float>& got, const std::vector<double>& want);

@@ -2,11 +2,9 @@
 // BERT-style encoder exported by Debian's python3-torch, built by the tessel binary, its outputs
 // checked against torch's and both timed in rounds; the same with tessel left out; and a model that
 // cannot be built. Reported skipped where /usr/bin/python3 has no torch or onnx.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,16 +20,6 @@ using namespace tessel_test;
 
 namespace {
 
-int run_shell(const std::string& command, std::string& output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -42,7 +30,7 @@ std::string slurp(const std::string& path) {
 // compare.py with `args` appended; its exit status, and what it printed in `output`.
 int compare(const std::string& args, std::string& output) {
   const std::string source = TESSEL_SOURCE_DIR;
-  return run_shell("env " TESSEL_PYTHON_ENV " PYTHONPATH=" + source + "/tools/python:" + source +
+  return run_command("env " TESSEL_PYTHON_ENV " PYTHONPATH=" + source + "/tools/python:" + source +
                        "/scripts TESSEL_RUNTIME_LIBRARY=" TESSEL_RUNTIME_LIBRARY " /usr/bin/python3 " + source +
                        "/tools/compare.py --tessel " TESSEL_EXE " --target llvm --min-time 0.2 " + args,
                    output);
@@ -52,7 +40,7 @@ int compare(const std::string& args, std::string& output) {
 
 TEST_CASE("compare.py checks a built model against torch and times both", "[runtime][python][compare]") {
   std::string probe;
-  if (access("/usr/bin/python3", X_OK) != 0 || run_shell("/usr/bin/python3 -c 'import torch, onnx'", probe) != 0) {
+  if (access("/usr/bin/python3", X_OK) != 0 || run_command("/usr/bin/python3 -c 'import torch, onnx'", probe) != 0) {
     skip_test("no /usr/bin/python3 with torch and onnx (Debian: python3-torch, python3-onnx)");
     return;
   }

@@ -1,11 +1,9 @@
 // The Python module (tools/python/tessel, ctypes over libtessel_runtime.so) run by /usr/bin/python3
 // on models and expected outputs written here: tests/runtime/python_check.py holds the checks.
 // Reported skipped where there is no python3 or no NumPy.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdio>
 
 #include "tests/runtime/runtime_test_models.h"
 #include "tests/skip.h"
@@ -24,17 +22,6 @@ template <typename T>
 void write_values(const std::string& path, const std::vector<T>& values) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
   write_bytes(path, std::vector<uint8_t>(bytes, bytes + values.size() * sizeof(T)));
-}
-
-// Runs `command`, returning its exit status and (in `output`) what it printed.
-int run_command(const std::string& command, std::string& output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace

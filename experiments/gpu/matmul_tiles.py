@@ -7,10 +7,12 @@ block and thread tiles, reduction step, unrolling and double buffering; each is 
 CUDA-graph replay (triton's do_bench_cudagraph) before and after them. Writes the schedule files to
 OUT and prints a Markdown table.
 
-usage: TESSEL=bundle/bin/tessel [OUT=DIR] python3 experiments/gpu/matmul_tiles.py [CASE ...]
+usage: TESSEL=bundle/bin/tessel [OUT=DIR] [VARIANTS=V,V,...] python3 experiments/gpu/matmul_tiles.py [CASE ...]
   CASE   matmul cases of suites/operators.json (default: gemm_4096 gemm_1024)
   A variant is BMxBN_RIxRJ_kBK_uUNROLL[_db]: blocks of BM x BN outputs, RI x RJ a thread, the
-  reduction staged BK at a time, loops of up to UNROLL steps unrolled, _db: two staged copies.
+  reduction staged BK at a time, loops of up to UNROLL steps unrolled, _db: two staged copies (the
+  next fetched with cp.async during this step's products), _sN: N copies fetched N - 1 steps ahead.
+  VARIANTS: the variants to time (default: the list below).
 """
 import json
 import os
@@ -25,15 +27,17 @@ import triton.testing
 TESSEL = os.environ.get("TESSEL", "bundle/bin/tessel")
 OUT = os.environ.get("OUT") or tempfile.mkdtemp()
 SUITE = "suites/operators.json"
-VARIANTS = ["64x64_8x4_k32_u1024_db", "64x64_8x4_k16_u512_db", "64x64_8x4_k16_u1024_db", "64x64_8x4_k8_u512_db",
-            "64x64_8x4_k16_u512", "64x128_8x4_k16_u512_db", "128x64_16x4_k16_u1024_db", "128x64_8x4_k16_u512_db",
-            "128x64_16x4_k8_u512_db", "128x128_8x4_k16_u512_db", "128x128_8x8_k16_u1024_db"]
+VARIANTS = os.environ["VARIANTS"].split(",") if os.environ.get("VARIANTS") else [
+    "64x64_8x4_k32_u1024_db", "64x64_8x4_k32_u1024_s3", "64x64_8x4_k32_u1024_s4", "64x64_8x4_k16_u1024_s3",
+    "128x64_8x4_k16_u1024_s3", "128x128_8x8_k16_u1024_s3", "64x64_8x4_k16_u512_db", "64x64_8x4_k16_u1024_db",
+    "64x64_8x4_k8_u512_db", "64x64_8x4_k16_u512", "64x128_8x4_k16_u512_db", "128x64_16x4_k16_u1024_db",
+    "128x64_8x4_k16_u512_db", "128x64_16x4_k8_u512_db", "128x128_8x4_k16_u512_db", "128x128_8x8_k16_u1024_db"]
 torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def variant(base, name):
     """The default's steps with this variant's tiles (the steps that make them, by kind and stage)."""
-    m = re.fullmatch(r"(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)_u(\d+)(_db)?", name)
+    m = re.fullmatch(r"(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)_u(\d+)(_db|_s(\d))?", name)
     bm, bn, ri, rj, bk, unroll = (int(g) for g in m.groups()[:6])
     ty, tx = bm // ri, bn // rj
     steps, out_splits = [], 0
@@ -47,12 +51,15 @@ def variant(base, name):
             s["factors"] = [bk]
         elif s["kind"] == "split" and s["stage"].endswith(".shared"):
             s["factors"] = [ty, tx, 4]
-        elif s["kind"] == "pragma" and s["pragma"] == "double_buffer":
+        elif s["kind"] == "pragma" and s["pragma"] in ("double_buffer", "pipeline_stages"):
             continue
         elif s["kind"] == "pragma":
             s["value"] = unroll
         steps.append(s)
-    if m.group(7):
+    if m.group(8):
+        steps.append({"kind": "pragma", "loop": "k.0", "pragma": "pipeline_stages", "stage": compute,
+                      "value": int(m.group(8))})
+    elif m.group(7):
         steps.append({"kind": "pragma", "loop": "k.0", "pragma": "double_buffer", "stage": compute, "value": 1})
     d = {k: v for k, v in base.items() if k != "decisions"}
     d["steps"] = steps

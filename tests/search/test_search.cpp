@@ -1178,6 +1178,33 @@ TEST_CASE("GPU contractions with few outputs and a long reduction split it (spli
   }
 }
 
+TEST_CASE("GPU contraction sketch: the staged tiles in two to four copies, fetched that many steps ahead less one",
+          "[search][gpu]") {
+  LowerOptions options;
+  options.target = LowerTarget::Gpu;
+  // 197 x 771 outputs of 261 products: no tile divides them, so the last step's fetch is guarded.
+  ComputeDAG mm = build_op("matmul", {{"M", "197"}, {"N", "771"}, {"K", "261"}});
+  for (int64_t copies : {2, 3, 4}) {
+    Decider given(5, {{"block.rows", {64}}, {"block.cols", {64}}, {"thread.rows", {8}}, {"thread.cols", {4}},
+                      {"reduce.tile", {16}}, {"stage.a", {1}}, {"stage.b", {1}}, {"stage.double_buffer", {1}},
+                      {"stage.copies", {copies}}, {"split_k", {1}}});
+    Trace t = apply_sketch(gpu_sketches(mm, GpuTargetSpec{})[0], mm, given).trace;
+    INFO(copies << ": " << trace_to_json(t, true));
+    const bool pipelined = std::any_of(t.steps.begin(), t.steps.end(), [&](const Step& s) {
+      return s.kind == StepKind::Pragma &&
+             (copies == 2 ? s.pragma == "double_buffer" && s.value == 1 : s.pragma == "pipeline_stages" && s.value == copies);
+    });
+    CHECK(pipelined);
+    LoweredFunc f;
+    REQUIRE_NOTHROW(f = lower(replay(mm, t), "copies", options));
+    const std::string ir = to_string(f);
+    // Each operand's tile of 64 x 16 in `copies` copies.
+    CHECK(ir.find("A.shared[float32 * " + std::to_string(64 * 16 * copies) + "], shared") != std::string::npos);
+    CHECK(ir.find("B.shared[float32 * " + std::to_string(64 * 16 * copies) + "], shared") != std::string::npos);
+    CHECK_NOTHROW(emit_cuda(f));
+  }
+}
+
 TEST_CASE("GPU default pads on all its threads, with or without an epilogue, and computes a Select epilogue in "
           "the contraction's kernel", "[search][gpu]") {
   auto pad_threads = [](const Trace& t) {

@@ -30,6 +30,9 @@ for path in (os.path.join(HERE, "python"), os.path.join(HERE, "..", "python"), o
     sys.path.insert(0, path)
 
 
+SYSTEMS = ("tessel", "torch_eager", "torch_compile", "max_autotune", "onnxruntime")
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", help="resnet18, resnet50, mobilenet_v2, bert_tiny or bert_base (exported here)")
@@ -63,7 +66,11 @@ def parse_args():
                    help="give up on a torch.compile mode whose first call takes longer (0: wait however long); "
                    "part of the autotuning it finished may stay in inductor's on-disk cache (TORCHINDUCTOR_CACHE_DIR) "
                    "for a later run to resume from, not reliably")
-    return p.parse_args()
+    args = p.parse_args()
+    unknown = set(filter(None, args.skip.split(","))) - set(SYSTEMS)
+    if unknown:
+        p.error(f"--skip: unknown system {', '.join(sorted(unknown))} (the systems: {', '.join(SYSTEMS)})")
+    return args
 
 
 def stats(samples):

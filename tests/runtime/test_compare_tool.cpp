@@ -1,7 +1,7 @@
 // tools/compare.py, the side-by-side a user runs where torch is installed, here on this CPU: a small
 // BERT-style encoder exported by Debian's python3-torch, built by the tessel binary, its outputs
-// checked against torch's and both timed in rounds; the same with tessel left out; and a model that
-// cannot be built. Reported skipped where /usr/bin/python3 has no torch or onnx.
+// checked against torch's and both timed in rounds; the same with tessel left out; a model that
+// cannot be built, and a misspelt system. Reported skipped where /usr/bin/python3 has no torch or onnx.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -88,4 +88,10 @@ TEST_CASE("compare.py checks a built model against torch and times both", "[runt
   status = compare("--onnx " + dir.file("not_a_model.onnx") + " --out " + dir.file("bad") + skip_torch, output);
   CHECK(status != 0);
   CHECK(output.find("error: tessel build failed") != std::string::npos);
+
+  // A system misspelt in --skip is bad input, refused before anything runs.
+  output.clear();
+  status = compare("--model bert_tiny --out " + dir.file("typo") + " --skip max-autotune", output);
+  CHECK(status == 2);
+  CHECK(output.find("error: --skip: unknown system max-autotune") != std::string::npos);
 }

@@ -234,10 +234,10 @@ TEST_CASE("cuda: check --compile-only builds default and random GPU schedules th
   CHECK(contains(last_line(r.out), "checked 4 schedules: 4 correct"));
 }
 
-// `tessel check --compile-only` of 16-bit contractions: the shapes the GPU host checks by running
-// (experiments/gpu/check_random.sh with DTYPE), no size a multiple of 16, so the tensor-core tiles
-// take their guarded edges; the default and 40 random schedules of each through NVRTC.
-static void check_half_contractions_compile(const std::string& dtype) {
+// `tessel check --compile-only` of contractions: the shapes the GPU host checks by running in 16 bits
+// (experiments/gpu/check_random.sh with DTYPE), no size a multiple of 16, so the tiles take their
+// guarded edges; the default and 40 random schedules of each through NVRTC.
+static void check_contractions_compile(const std::string& dtype) {
   const std::vector<Args> ops = {
       {"--op", "matmul", "--param", "M=197", "--param", "N=771", "--param", "K=61"},
       {"--op", "dense", "--param", "M=7", "--param", "N=1000", "--param", "K=197", "--param", "bias=1", "--param",
@@ -257,11 +257,16 @@ static void check_half_contractions_compile(const std::string& dtype) {
 }
 
 TEST_CASE("cuda: check --compile-only builds bf16 contractions at odd sizes through NVRTC", "[cli][cuda][half]") {
-  check_half_contractions_compile("bf16");
+  check_contractions_compile("bf16");
 }
 
 TEST_CASE("cuda: check --compile-only builds fp16 contractions at odd sizes through NVRTC", "[cli][cuda][half]") {
-  check_half_contractions_compile("fp16");
+  check_contractions_compile("fp16");
+}
+
+TEST_CASE("cuda: check --compile-only builds float32 contractions at odd sizes through NVRTC, their staged tiles in "
+          "up to four copies", "[cli][cuda]") {
+  check_contractions_compile("fp32");
 }
 
 TEST_CASE("an unknown --emit is bad input", "[cli][input]") {

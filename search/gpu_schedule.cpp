@@ -30,10 +30,8 @@ struct Knobs {
   int64_t rows_per_block = 0;                // rows: threadIdx.y extent; 0: chosen from the row length
   bool warp_combine = true;                  // rows: partials combined by shuffles, else through shared memory
   int64_t fetch_vector = 4;                  // contraction: consecutive elements per thread in the shared fetch
-  bool double_buffer = false;                // contraction: staged tiles in two copies, the next fetched (cp.async)
-                                             // during this step's products
-  int64_t copies = 2;                        // with double_buffer: copies of the staged tiles, fetched copies - 1
-                                             // steps ahead
+  int64_t copies = 1;                        // contraction: copies of the staged tiles; from 2 on, the next
+                                             // copies - 1 steps fetched (cp.async) during this step's products
   int64_t short_per_thread = 4;              // short reductions: adjacent outputs per thread
   int64_t short_rows = 4;                    // short reductions: next-axis values per block (threadIdx.y)
   int64_t short_row_regs = 1;                // short reductions: next-axis values per thread (registers)
@@ -643,7 +641,7 @@ class GpuScheduler {
     const OutputTiles tiles = tile_output(out, compute);
     const std::string k0 = tile_thread(compute);
     stage_operands(reads, compute, k0, tiles);
-    if (k_.double_buffer && (k_.stage_a || k_.stage_b))
+    if (k_.copies > 1 && (k_.stage_a || k_.stage_b))
       apply(k_.copies > 2 ? pragma_step(compute, k0, "pipeline_stages", k_.copies)
                           : pragma_step(compute, k0, "double_buffer", 1));
   }
@@ -1031,8 +1029,9 @@ Knobs sample_knobs(std::mt19937_64& rng, const GpuTargetSpec& target) {
   k.elem_per_thread = pick({1, 1, 2, 4});
   k.short_per_thread = pick({1, 2, 3, 4, 7, 8});
   k.fetch_vector = pick({1, 2, 4});
-  k.double_buffer = pick({0, 1}) != 0;
-  k.copies = pick({2, 2, 3, 4});
+  const bool pipelined = pick({0, 1}) != 0;
+  const int64_t copies = pick({2, 2, 3, 4});
+  k.copies = pipelined ? copies : 1;
   k.short_rows = pick({1, 2, 4, 8});
   k.short_row_regs = pick({1, 1, 2, 4});
   k.short_unroll_window = pick({0, 1, 1}) != 0;
@@ -1133,8 +1132,8 @@ Knobs decide_knobs(Decider& d, const ComputeDAG& dag, bool contraction_rows, boo
     k.stage_b = d.choose("stage.b", {0, 1}, DecisionKind::ComputeLocation) != 0;
     k.unroll_max_step = d.choose("auto_unroll", {0, 16, 64, 512, 1024}, DecisionKind::Unroll);
     k.fetch_vector = d.choose("fetch.vector", {1, 4}, DecisionKind::Vector);
-    k.double_buffer = d.choose("stage.double_buffer", {0, 1}, DecisionKind::Structure) != 0;
-    if (k.double_buffer) k.copies = d.choose("stage.copies", {2, 3, 4}, DecisionKind::Structure);
+    if (d.choose("stage.double_buffer", {0, 1}, DecisionKind::Structure) != 0)
+      k.copies = d.choose("stage.copies", {2, 3, 4}, DecisionKind::Structure);
     const std::vector<int64_t> splits = split_k_options(*contraction);
     if (splits.size() > 1) k.split_k = d.choose("split_k", splits, DecisionKind::Structure);
     if (folds_rows(*contraction, k))  // fold_rows is on until decided
@@ -1281,7 +1280,7 @@ Trace default_gpu_schedule(const ComputeDAG& dag, const GpuTargetSpec& target) {
       pipelined.thread_rows = 8;
       pipelined.thread_cols = 4;
       pipelined.reduce_tile = 32;
-      pipelined.double_buffer = true;
+      pipelined.copies = 2;
       const bool divide = tiles_divide(*c, pipelined);
       pipelined.unroll_max_step = divide ? 1024 : 64;
       Trace t = GpuScheduler(dag, pipelined).run();

@@ -223,37 +223,37 @@ TEST_CASE("cuda: run without a GPU says so and exits 2", "[cli][cuda]") {
   CHECK(starts_with(probe.err, "error: no CUDA device"));
 }
 
-TEST_CASE("cuda: check --compile-only builds default and random GPU schedules through NVRTC", "[cli][cuda]") {
-  RunResult r = tessel(cmd("check", matmul("33", "17", "29"), {"--target", "cuda", "--compile-only", "--random-schedules", "3"}));
+// `tessel check --compile-only` of `op` with `extra` options and `random` random schedules besides
+// the default: all of them built through NVRTC. False (the test skipped) where NVRTC is missing.
+static bool check_compile_only(const Args& op, const Args& extra, int random) {
+  RunResult r = tessel(cmd("check", op, concat({"--target", "cuda", "--compile-only", "--random-schedules",
+                                                std::to_string(random)}, extra)));
   describe(r);
   if (contains(r.out, "NVRTC not available")) {
     skip_test("NVRTC not available on this machine");
-    return;
+    return false;
   }
   CHECK(r.exit_code == 0);
-  CHECK(contains(last_line(r.out), "checked 4 schedules: 4 correct"));
+  const std::string n = std::to_string(random + 1);
+  CHECK(contains(last_line(r.out), "checked " + n + " schedules: " + n + " correct"));
+  return true;
 }
 
-// `tessel check --compile-only` of contractions: the shapes the GPU host checks by running in 16 bits
-// (experiments/gpu/check_random.sh with DTYPE), no size a multiple of 16, so the tiles take their
-// guarded edges; the default and 40 random schedules of each through NVRTC.
+TEST_CASE("cuda: check --compile-only builds default and random GPU schedules through NVRTC", "[cli][cuda]") {
+  check_compile_only(matmul("33", "17", "29"), {}, 3);
+}
+
+// Contractions at the shapes the GPU host checks by running in 16 bits (experiments/gpu/check_random.sh
+// with DTYPE), no size a multiple of 16, so the tiles take their guarded edges; the default and 40
+// random schedules of each.
 static void check_contractions_compile(const std::string& dtype) {
   const std::vector<Args> ops = {
       {"--op", "matmul", "--param", "M=197", "--param", "N=771", "--param", "K=61"},
       {"--op", "dense", "--param", "M=7", "--param", "N=1000", "--param", "K=197", "--param", "bias=1", "--param",
        "act=gelu"},
       {"--op", "batch_matmul", "--param", "B=3", "--param", "M=61", "--param", "N=197", "--param", "K=7"}};
-  for (const Args& op : ops) {
-    RunResult r =
-        tessel(cmd("check", op, {"--dtype", dtype, "--target", "cuda", "--compile-only", "--random-schedules", "40"}));
-    describe(r);
-    if (contains(r.out, "NVRTC not available")) {
-      skip_test("NVRTC not available on this machine");
-      return;
-    }
-    CHECK(r.exit_code == 0);
-    CHECK(contains(last_line(r.out), "checked 41 schedules: 41 correct"));
-  }
+  for (const Args& op : ops)
+    if (!check_compile_only(op, {"--dtype", dtype}, 40)) return;
 }
 
 TEST_CASE("cuda: check --compile-only builds bf16 contractions at odd sizes through NVRTC", "[cli][cuda][half]") {

@@ -448,7 +448,7 @@ def write_reports(args, result):
         lines += ["", f"tessel vs torch: max |error| {c['max_abs_error']:.3g} (bound {c['bound']:.3g}): "
                       f"{'ok' if c['ok'] else 'MISMATCH'}"]
     lines += memory_lines(systems)
-    tasks = result["build"]["tasks"] if "build" in result else []
+    tasks = result.get("build", {}).get("tasks", [])
     if "build" in result:
         lines += ["", f"tessel build: {result['build_s']:.1f} s, {result['build']['kernels']} kernels of "
                       f"{len(tasks)} tasks",

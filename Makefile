@@ -54,6 +54,7 @@ bench: setup
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTESSEL_BUILD_EXPERIMENTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD)
 	BUILD=$(BUILD) bash experiments/cpu_baselines/run.sh
+	BUILD=$(BUILD) bash experiments/cpu_baselines/run_matmul.sh
 
 clean:
 	rm -rf $(BUILD) build-asan bundle

@@ -637,6 +637,64 @@ TEST_CASE("CPU default of a depthwise convolution in channel blocks: padding inl
   }
 }
 
+TEST_CASE("CPU default of a matrix product: row tiles, the reduction in chunks, the weights packed per chunk",
+          "[search]") {
+  // With 32 vector registers: tiles of 128 rows (fewer where that leaves under 32 tasks) by 64
+  // columns, 8 x 2-vector register tiles, K in chunks of 128 (a divisor of K where one is at least
+  // 64) with B's chunk copied to a local tile inside the chunk loop. Odd shapes keep their tails.
+  struct Case {
+    const char* op;
+    OpParams params;
+    int64_t rows, chunk;  // the expected row tile and reduction chunk (0: none)
+  };
+  const std::vector<Case> cases = {
+      {"matmul", {{"M", "1024"}, {"N", "256"}, {"K", "768"}}, 128, 128},
+      {"matmul", {{"M", "1000"}, {"N", "77"}, {"K", "1000"}}, 40, 125},  // 40 and 125 divide 1000
+      {"matmul", {{"M", "197"}, {"N", "771"}, {"K", "61"}}, 64, 0},
+      {"dense", {{"M", "61"}, {"N", "130"}, {"K", "771"}, {"bias", "1"}, {"act", "gelu"}}, 16, 128},
+      {"batch_matmul", {{"B", "3"}, {"M", "61"}, {"N", "197"}, {"K", "300"}}, 16, 100},
+  };
+  for (const Case& c : cases) {
+    ComputeDAG dag = build_op(c.op, c.params);
+    Trace t = default_schedule(dag, CpuTargetSpec{16, 2});
+    CAPTURE(c.op, c.params, trace_to_json(t, true));
+    const std::string out = dag.ops().back().name;
+    const bool rows_split = std::any_of(t.steps.begin(), t.steps.end(), [&](const Step& s) {
+      return s.kind == StepKind::Split && s.stage == out && s.factors == std::vector<int64_t>{c.rows};
+    });
+    CHECK(rows_split);
+    const bool chunked = std::any_of(t.steps.begin(), t.steps.end(), [&](const Step& s) {
+      return s.kind == StepKind::Split && s.loop == "k" && s.factors == std::vector<int64_t>{c.chunk};
+    });
+    CHECK(chunked == (c.chunk > 0));
+    auto read = std::find_if(t.steps.begin(), t.steps.end(), [](const Step& s) { return s.kind == StepKind::CacheRead; });
+    REQUIRE(read != t.steps.end());
+    const std::string packed = cache_stage_name(read->stage, MemScope::Local);
+    const bool at_chunk = std::any_of(t.steps.begin(), t.steps.end(), [&](const Step& s) {
+      return s.kind == StepKind::ComputeAt && s.stage == packed && s.target_loop == "k.0";
+    });
+    CHECK(at_chunk == (c.chunk > 0));
+    HostTensors inputs = make_random_inputs(dag, 7);
+    CHECK(check_cpu_kernel(build_cpu_kernel(dag, t), inputs, evaluate_reference(dag, inputs), dag).correct);
+  }
+  // A weight shared by every leading axis (activations [sequence 24, batch 8, features]): the
+  // leading axes fold into the rows, a tile of whole batches, and the weights are packed once per
+  // chunk for all of them.
+  ComputeDAG folded = parse_dag_text(
+      "X = placeholder(float32[24, 8, 300])\n"
+      "W = placeholder(float32[300, 200])\n"
+      "Y[s:24, b:8, j:200] = sum(k:300; (X[s, b, k] * W[k, j]))  : float32\n");
+  Trace tf = default_schedule(folded, CpuTargetSpec{16, 2});
+  INFO(trace_to_json(tf, true));
+  CHECK(std::any_of(tf.steps.begin(), tf.steps.end(), [](const Step& s) {
+    return s.kind == StepKind::Fuse && s.stage == "Y" && s.loops == std::vector<std::string>{"s", "b"};
+  }));
+  HostTensors folded_inputs = make_random_inputs(folded, 8);
+  CHECK(check_cpu_kernel(build_cpu_kernel(folded, tf), folded_inputs, evaluate_reference(folded, folded_inputs),
+                         folded)
+            .correct);
+}
+
 TEST_CASE("CPU default of a one-row matrix-vector product: chunks of columns in parallel, computing right",
           "[search]") {
   // A classifier at batch 1 (as a model's Gemm with B stored [N, K] becomes): one output row, so the

@@ -421,15 +421,7 @@ class DefaultScheduler {
       });
       if (it != outer.end()) std::rotate(it, it + 1, outer.end());
     }
-    std::vector<std::string> order = outer;
-    order.insert(order.end(), inner.begin(), inner.end());
-    apply(reorder_step(out.name, order));
-    std::string tile_loop = outer.empty() ? "" : outer[0];
-    if (outer.size() > 1 && apply(fuse_step(out.name, outer))) tile_loop = state().stage(out.name).leaf_names()[0];
-    if (!tile_loop.empty()) apply(annotate_step(out.name, tile_loop, Annotation::Parallel));
-    std::string vec = inner.back();
-    if (extent_of(out.name, vec) > lanes_ && apply(split_step(out.name, vec, {lanes_}))) vec += ".1";
-    apply(annotate_step(out.name, vec, Annotation::Vectorize));
+    const std::string tile_loop = parallel_tiles(out.name, outer, inner);
 
     // With blocks in the register tile the contraction is computed per register tile, inside the
     // output tile's loop over groups of `reg_rows` rows: its accumulators are then indexed by
@@ -538,6 +530,22 @@ class DefaultScheduler {
     }
   }
 
+  // The output's tile loops `outer` fused into one parallel loop ahead of the loops within a tile
+  // (`inner`), the innermost of them in vectors; returns the parallel loop ("" when there is none).
+  std::string parallel_tiles(const std::string& out, const std::vector<std::string>& outer,
+                             const std::vector<std::string>& inner) {
+    std::vector<std::string> order = outer;
+    order.insert(order.end(), inner.begin(), inner.end());
+    apply(reorder_step(out, order));
+    std::string tile_loop = outer.empty() ? "" : outer[0];
+    if (outer.size() > 1 && apply(fuse_step(out, outer))) tile_loop = state().stage(out).leaf_names()[0];
+    if (!tile_loop.empty()) apply(annotate_step(out, tile_loop, Annotation::Parallel));
+    std::string vec = inner.back();
+    if (extent_of(out, vec) > lanes_ && apply(split_step(out, vec, {lanes_}))) vec += ".1";
+    apply(annotate_step(out, vec, Annotation::Vectorize));
+    return tile_loop;
+  }
+
   // A matrix product (matmul, dense, batch_matmul: one reduction, no window, vectors along the
   // output's columns), blocked as BLAS blocks it. The output in tiles of up to 128 rows by 64
   // columns, fused with the batch axes into one parallel loop (smaller row tiles where that leaves
@@ -595,15 +603,7 @@ class DefaultScheduler {
         (tile ? inner : outer).push_back(ax);
       }
     }
-    std::vector<std::string> order = outer;
-    order.insert(order.end(), inner.begin(), inner.end());
-    apply(reorder_step(out.name, order));
-    std::string tile_loop = outer.empty() ? "" : outer[0];
-    if (outer.size() > 1 && apply(fuse_step(out.name, outer))) tile_loop = state().stage(out.name).leaf_names()[0];
-    if (!tile_loop.empty()) apply(annotate_step(out.name, tile_loop, Annotation::Parallel));
-    std::string vec = inner.back();
-    if (extent_of(out.name, vec) > lanes_ && apply(split_step(out.name, vec, {lanes_}))) vec += ".1";
-    apply(annotate_step(out.name, vec, Annotation::Vectorize));
+    const std::string tile_loop = parallel_tiles(out.name, outer, inner);
     if (!tile_loop.empty()) apply(compute_at_step(compute, out.name, tile_loop));
 
     // The product per tile: [k.0, the other axes' loops, i.0, j.0, k.1, i.1, j.1, j.2 (vector)],
